@@ -1,0 +1,75 @@
+package chronos
+
+import "time"
+
+// EventType names what happened. Types are dotted, "<subject>.<verb>", so
+// the event tap can filter by prefix.
+type EventType string
+
+// Event types. Those marked "cluster" arrive from every instance through
+// LISTEN/NOTIFY; the others are published by the local reactor only.
+const (
+	// EventJobChanged: a job was created, updated or deleted (cluster).
+	// Op is "created", "updated" or "deleted".
+	EventJobChanged EventType = "job.changed"
+	// EventRunChanged: runs changed status (cluster). RunID is set for a
+	// single run; Count for a batch, with AvailableAt the earliest
+	// available_at among the pending ones.
+	EventRunChanged EventType = "run.changed"
+	// EventResync: the listener (re)connected; anything may have changed
+	// while it was away.
+	EventResync EventType = "listener.resync"
+	// EventListenerDown: the listener lost its connection.
+	EventListenerDown EventType = "listener.down"
+	// EventLeaderChanged: an instance gained or lost leadership (cluster
+	// for resignations). Leader says whether Instance now leads.
+	EventLeaderChanged EventType = "leader.changed"
+	// EventClaimed: the dispatcher claimed Count runs.
+	EventClaimed EventType = "dispatcher.claimed"
+	// EventAttempted: an attempt of RunID finished; Status is the run's
+	// new status, StatusCode and Error describe the attempt.
+	EventAttempted EventType = "run.attempted"
+	// EventLeaseLost: a fenced write was rejected because the lease was
+	// reclaimed.
+	EventLeaseLost EventType = "run.lease_lost"
+	// EventMaterialized: the materializer created Count runs.
+	EventMaterialized EventType = "materializer.materialized"
+	// EventSkipped: the materializer skipped Count occurrences (overlap).
+	EventSkipped EventType = "materializer.skipped"
+	// EventReclaimed: the reaper reclaimed Count expired leases.
+	EventReclaimed EventType = "reaper.reclaimed"
+	// EventPruned: the pruner deleted Count terminal runs.
+	EventPruned EventType = "pruner.pruned"
+	// EventDropped: a subscriber lost Count events because it fell behind.
+	EventDropped EventType = "bus.dropped"
+)
+
+// Event is what travels on the bus and out of the event tap. Fields that do
+// not apply to a type are zero and omitted on the wire.
+type Event struct {
+	Type        EventType  `json:"type"`
+	Time        time.Time  `json:"time"`
+	Instance    string     `json:"instance,omitempty"` // the instance that caused it, when known
+	Op          string     `json:"op,omitempty"`
+	JobID       int64      `json:"job_id,omitempty"`
+	RunID       int64      `json:"run_id,omitempty"`
+	Status      RunStatus  `json:"status,omitempty"`
+	Attempt     int        `json:"attempt,omitempty"`
+	AvailableAt *time.Time `json:"available_at,omitempty"`
+	Count       int        `json:"count,omitempty"`
+	StatusCode  int        `json:"status_code,omitempty"`
+	Error       string     `json:"error,omitempty"`
+	Leader      bool       `json:"leader,omitempty"`
+	DurationMS  float64    `json:"duration_ms,omitempty"`
+}
+
+// WakesDispatcher reports whether e may mean that runs are ready to claim.
+func (e Event) WakesDispatcher() bool {
+	switch e.Type {
+	case EventResync, EventMaterialized, EventReclaimed:
+		return true
+	case EventRunChanged:
+		return e.Status == "" || e.Status == StatusPending
+	}
+	return false
+}

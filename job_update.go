@@ -1,0 +1,125 @@
+package chronos
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// JobUpdate is a partial update of a job (PATCH): only the fields that are
+// Set change. CronExpr and RunAt may be Set to null to switch a job between
+// a cron schedule and a one-shot.
+type JobUpdate struct {
+	Name               Opt[string]            `json:"name"`
+	CronExpr           Opt[string]            `json:"cron_expr"`
+	RunAt              Opt[time.Time]         `json:"run_at"`
+	Timezone           Opt[string]            `json:"timezone"`
+	TargetURL          Opt[string]            `json:"target_url"`
+	Method             Opt[string]            `json:"method"`
+	Headers            Opt[map[string]string] `json:"headers"`
+	Payload            Opt[json.RawMessage]   `json:"payload"`
+	TimeoutSeconds     Opt[int]               `json:"timeout_seconds"`
+	MaxRetries         Opt[int]               `json:"max_retries"`
+	Backoff            Opt[BackoffStrategy]   `json:"backoff"`
+	BackoffBaseSeconds Opt[float64]           `json:"backoff_base_seconds"`
+	BackoffMaxSeconds  Opt[float64]           `json:"backoff_max_seconds"`
+	Overlap            Opt[OverlapPolicy]     `json:"overlap"`
+	Enabled            Opt[bool]              `json:"enabled"`
+}
+
+// Apply changes j in place with the Set fields of u and returns an EINVALID
+// error for a null where null means nothing. It reports whether the
+// schedule (cron_expr, run_at, timezone) changed, or the job was
+// re-enabled, in which case next_run_at must be recomputed from now: time
+// spent disabled is not caught up. The caller validates j afterwards.
+func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
+	f := map[string]string{}
+	nonNull := func(name string, set, null bool) bool {
+		if set && null {
+			f[name] = "cannot be null"
+			return false
+		}
+		return set
+	}
+	if nonNull("name", u.Name.Set, u.Name.Null) {
+		j.Name = u.Name.Value
+	}
+	if u.CronExpr.Set {
+		if u.CronExpr.Null {
+			j.CronExpr = nil
+		} else {
+			v := u.CronExpr.Value
+			j.CronExpr = &v
+		}
+		rescheduled = true
+	}
+	if u.RunAt.Set {
+		if u.RunAt.Null {
+			j.RunAt = nil
+		} else {
+			v := u.RunAt.Value.UTC()
+			j.RunAt = &v
+		}
+		rescheduled = true
+	}
+	if u.Timezone.Set {
+		if u.Timezone.Null {
+			j.Timezone = "UTC"
+		} else {
+			j.Timezone = u.Timezone.Value
+		}
+		rescheduled = true
+	}
+	if nonNull("target_url", u.TargetURL.Set, u.TargetURL.Null) {
+		j.TargetURL = u.TargetURL.Value
+	}
+	if u.Method.Set {
+		if u.Method.Null {
+			j.Method = http.MethodPost
+		} else {
+			j.Method = strings.ToUpper(u.Method.Value)
+		}
+	}
+	if u.Headers.Set {
+		j.Headers = u.Headers.Value
+		if j.Headers == nil {
+			j.Headers = map[string]string{}
+		}
+	}
+	if u.Payload.Set {
+		if u.Payload.Null {
+			j.Payload = nil
+		} else {
+			j.Payload = u.Payload.Value
+		}
+	}
+	if nonNull("timeout_seconds", u.TimeoutSeconds.Set, u.TimeoutSeconds.Null) {
+		j.TimeoutSeconds = u.TimeoutSeconds.Value
+	}
+	if nonNull("max_retries", u.MaxRetries.Set, u.MaxRetries.Null) {
+		j.MaxRetries = u.MaxRetries.Value
+	}
+	if nonNull("backoff", u.Backoff.Set, u.Backoff.Null) {
+		j.Backoff = u.Backoff.Value
+	}
+	if nonNull("backoff_base_seconds", u.BackoffBaseSeconds.Set, u.BackoffBaseSeconds.Null) {
+		j.BackoffBaseSeconds = u.BackoffBaseSeconds.Value
+	}
+	if nonNull("backoff_max_seconds", u.BackoffMaxSeconds.Set, u.BackoffMaxSeconds.Null) {
+		j.BackoffMaxSeconds = u.BackoffMaxSeconds.Value
+	}
+	if nonNull("overlap", u.Overlap.Set, u.Overlap.Null) {
+		j.Overlap = u.Overlap.Value
+	}
+	if nonNull("enabled", u.Enabled.Set, u.Enabled.Null) {
+		if u.Enabled.Value && !j.Enabled {
+			rescheduled = true
+		}
+		j.Enabled = u.Enabled.Value
+	}
+	if len(f) > 0 {
+		return false, InvalidFields(f)
+	}
+	return rescheduled, nil
+}
