@@ -61,6 +61,10 @@ type Event struct {
 	Error       string     `json:"error,omitempty"`
 	Leader      bool       `json:"leader,omitempty"`
 	DurationMS  float64    `json:"duration_ms,omitempty"`
+	Trigger     Trigger    `json:"trigger,omitempty"`
+	ScheduledAt *time.Time `json:"scheduled_at,omitempty"` // of the run, for schedule lag
+	StartedAt   *time.Time `json:"started_at,omitempty"`   // of the attempt
+	CreatedAt   *time.Time `json:"created_at,omitempty"`   // of the run, for trigger-to-start latency
 }
 
 // WakesDispatcher reports whether e may mean that runs are ready to claim.
