@@ -1,0 +1,196 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/bus"
+	"github.com/chronoshq/chronos/sql"
+)
+
+// Batching of completions.
+const (
+	completeMaxBatch = 256                    // outcomes per db.Complete
+	completeLinger   = time.Millisecond       // extra wait for more outcomes, only under load
+	completeTimeout  = 10 * time.Second       // per db.Complete call
+	completeRetryFor = 20 * time.Second       // how long a failing batch is retried
+	completeBackoff  = 100 * time.Millisecond // first pause between retries
+)
+
+// completion is one outcome on its way to the database, with what the
+// EventAttempted published after it needs.
+type completion struct {
+	out sql.Outcome
+	run *chronos.Run
+}
+
+// completer records outcomes in batches: one db.Complete (one round trip)
+// for as many outcomes as have queued up. A lone outcome is written at once;
+// under load the outcomes that arrive while a batch is being written, plus
+// those arriving within completeLinger, form the next batch. This keeps
+// NOTIFY-serialised commits few without delaying a record by more than
+// about a millisecond.
+type completer struct {
+	db       *sql.DB
+	bus      *bus.Bus
+	log      *slog.Logger
+	instance string
+	in       chan completion
+	// retried is called with the available_at of a run put back to
+	// pending for a retry, so the local dispatcher arms its timer.
+	retried func(time.Time)
+}
+
+func newCompleter(db *sql.DB, b *bus.Bus, log *slog.Logger, instance string, buffer int, retried func(time.Time)) *completer {
+	return &completer{db: db, bus: b, log: log, instance: instance, in: make(chan completion, buffer), retried: retried}
+}
+
+// submit queues an outcome. It blocks only when the queue is full, which is
+// back-pressure from a slow database.
+func (c *completer) submit(x completion) { c.in <- x }
+
+// run writes batches until in is closed and drained. It does not watch a
+// context: closing in is how the reactor says every worker is done, and
+// every queued outcome must still be written.
+func (c *completer) run() {
+	batch := make([]completion, 0, completeMaxBatch)
+	for {
+		x, ok := <-c.in
+		if !ok {
+			return
+		}
+		batch = append(batch[:0], x)
+		open := c.fill(&batch)
+		c.write(batch)
+		if !open {
+			return
+		}
+	}
+}
+
+// fill adds what is already queued and, when more than one outcome was
+// waiting (load), lingers briefly for more. It reports whether in is still
+// open.
+func (c *completer) fill(batch *[]completion) bool {
+	drain := func() bool {
+		for len(*batch) < completeMaxBatch {
+			select {
+			case x, ok := <-c.in:
+				if !ok {
+					return false
+				}
+				*batch = append(*batch, x)
+			default:
+				return true
+			}
+		}
+		return true
+	}
+	if !drain() {
+		return false
+	}
+	if len(*batch) == 1 || len(*batch) >= completeMaxBatch {
+		return true
+	}
+	t := time.NewTimer(completeLinger)
+	defer t.Stop()
+	for len(*batch) < completeMaxBatch {
+		select {
+		case x, ok := <-c.in:
+			if !ok {
+				return false
+			}
+			*batch = append(*batch, x)
+		case <-t.C:
+			return true
+		}
+	}
+	return true
+}
+
+// write records one batch, retrying a failing database for a while, and
+// publishes what happened to each outcome.
+func (c *completer) write(batch []completion) {
+	outs := make([]sql.Outcome, len(batch))
+	for i, x := range batch {
+		outs[i] = x.out
+	}
+	var (
+		results []sql.CompleteResult
+		err     error
+	)
+	deadline := time.Now().Add(completeRetryFor)
+	pause := completeBackoff
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
+		results, err = c.db.Complete(ctx, outs)
+		cancel()
+		if err == nil && len(results) != len(outs) {
+			err = errors.New("complete returned a result count that does not match")
+		}
+		if err == nil || time.Now().Add(pause).After(deadline) {
+			break
+		}
+		c.log.Warn("complete runs failed, retrying", "err", err, "outcomes", len(outs), "pause", pause)
+		time.Sleep(pause)
+		pause = min(2*pause, 2*time.Second)
+	}
+	if err != nil {
+		// The runs stay leased; their leases expire and the reaper takes
+		// them back. Nothing else can be done without a database.
+		c.log.Error("complete runs failed, giving the runs up to the reaper", "err", err, "outcomes", len(outs))
+		return
+	}
+	for i, x := range batch {
+		r := results[i]
+		if r.Err != nil {
+			leaseLost(c.log, c.bus, c.instance, x.out.Lease, x.run.JobID, "complete", r.Err)
+			continue
+		}
+		if r.Status == chronos.StatusPending && c.retried != nil {
+			c.retried(x.out.FinishedAt.Add(x.out.RetryDelay))
+		}
+		c.bus.Publish(attemptedEvent(c.instance, x, r.Status))
+	}
+}
+
+// attemptedEvent describes a recorded attempt for the bus.
+func attemptedEvent(instance string, x completion, status chronos.RunStatus) chronos.Event {
+	o := x.out
+	started := o.StartedAt.UTC()
+	e := chronos.Event{
+		Type:       chronos.EventAttempted,
+		Instance:   instance,
+		RunID:      o.RunID,
+		JobID:      x.run.JobID,
+		Attempt:    o.Attempt,
+		Status:     status,
+		StatusCode: o.StatusCode,
+		Error:      o.Error,
+		DurationMS: float64(o.FinishedAt.Sub(o.StartedAt)) / float64(time.Millisecond),
+		Trigger:    x.run.Trigger,
+		StartedAt:  &started,
+	}
+	if !x.run.ScheduledAt.IsZero() {
+		t := x.run.ScheduledAt.UTC()
+		e.ScheduledAt = &t
+	}
+	if !x.run.CreatedAt.IsZero() {
+		t := x.run.CreatedAt.UTC()
+		e.CreatedAt = &t
+	}
+	return e
+}
+
+// leaseLost logs and publishes a fenced write that was rejected: the run
+// was reclaimed and this worker's attempt no longer counts.
+func leaseLost(log *slog.Logger, b *bus.Bus, instance string, l sql.Lease, jobID int64, op string, err error) {
+	log.Warn("lease lost: fenced write rejected", "op", op, "run_id", l.RunID, "job_id", jobID, "attempt", l.Attempt, "err", err)
+	b.Publish(chronos.Event{
+		Type: chronos.EventLeaseLost, Instance: instance, RunID: l.RunID, JobID: jobID,
+		Attempt: l.Attempt, Op: op, Error: err.Error(),
+	})
+}

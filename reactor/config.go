@@ -1,0 +1,70 @@
+package reactor
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// Config configures a Reactor. Zero values mean the defaults below.
+type Config struct {
+	DSN      string // the database, for the leader's dedicated connection
+	Instance string // this instance's name: leased_by, application_name, events
+
+	WorkerConcurrency  int           // HTTP calls in flight at once (32)
+	IdlePollInterval   time.Duration // safety-net claim when nothing woke the dispatcher (3s)
+	LeaseDuration      time.Duration // lease per claim, renewed every third of it (30s)
+	LeaderPollInterval time.Duration // how often a follower tries for leadership (1s)
+	ReaperInterval     time.Duration // how often the leader reclaims expired leases (5s)
+	RunRetention       time.Duration // terminal runs older than this are pruned (7 days)
+	ShutdownTimeout    time.Duration // grace for in-flight calls on shutdown (25s)
+	Lookahead          time.Duration // runs are materialized this far ahead (2s)
+
+	SigningSecret       string // when set, requests carry an HMAC signature
+	AllowPrivateTargets bool   // allow private, loopback and link-local targets
+}
+
+// Defaults of Config.
+const (
+	DefaultWorkerConcurrency  = 32
+	DefaultIdlePollInterval   = 3 * time.Second
+	DefaultLeaseDuration      = 30 * time.Second
+	DefaultLeaderPollInterval = time.Second
+	DefaultReaperInterval     = 5 * time.Second
+	DefaultRunRetention       = 7 * 24 * time.Hour
+	DefaultShutdownTimeout    = 25 * time.Second
+	DefaultLookahead          = 2 * time.Second
+)
+
+// withDefaults returns c with every zero field set to its default.
+func (c Config) withDefaults() Config {
+	if c.Instance == "" {
+		host, _ := os.Hostname()
+		c.Instance = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if c.WorkerConcurrency <= 0 {
+		c.WorkerConcurrency = DefaultWorkerConcurrency
+	}
+	if c.IdlePollInterval <= 0 {
+		c.IdlePollInterval = DefaultIdlePollInterval
+	}
+	if c.LeaseDuration <= 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.LeaderPollInterval <= 0 {
+		c.LeaderPollInterval = DefaultLeaderPollInterval
+	}
+	if c.ReaperInterval <= 0 {
+		c.ReaperInterval = DefaultReaperInterval
+	}
+	if c.RunRetention <= 0 {
+		c.RunRetention = DefaultRunRetention
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Lookahead <= 0 {
+		c.Lookahead = DefaultLookahead
+	}
+	return c
+}

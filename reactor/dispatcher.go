@@ -1,0 +1,235 @@
+package reactor
+
+import (
+	"context"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/sourcegraph/conc/pool"
+)
+
+// Dispatcher tuning.
+const (
+	claimTimeout   = 10 * time.Second
+	claimRetry     = time.Second      // after a failed claim
+	hintBuffer     = 1024             // queued timer hints from the completer
+	eventBuffer    = 1024             // queued events carrying available_at
+	skewRetryFirst = time.Millisecond // first re-check of a run that looked due but was not claimable
+	skewRetryMax   = 500 * time.Millisecond
+)
+
+// dispatcher claims runs and hands them to the worker pool. One goroutine
+// (run) does all the claiming, so claims never race each other for slots;
+// workers only give slots back.
+type dispatcher struct {
+	r     *Reactor
+	pool  *pool.Pool
+	slots chan struct{} // a token per free worker slot
+	freed chan struct{} // coalescing: a worker gave a slot back
+	hints chan time.Time
+}
+
+func newDispatcher(r *Reactor) *dispatcher {
+	d := &dispatcher{
+		r:     r,
+		pool:  pool.New().WithMaxGoroutines(r.cfg.WorkerConcurrency),
+		slots: make(chan struct{}, r.cfg.WorkerConcurrency),
+		freed: make(chan struct{}, 1),
+		hints: make(chan time.Time, hintBuffer),
+	}
+	for range r.cfg.WorkerConcurrency {
+		d.slots <- struct{}{}
+	}
+	return d
+}
+
+// hint tells the dispatcher that a run becomes available at t (a local
+// retry), so its timer fires then. It never blocks; a hint lost to a full
+// queue is caught by the next NextAvailable or idle poll.
+func (d *dispatcher) hint(t time.Time) {
+	select {
+	case d.hints <- t:
+	default:
+	}
+}
+
+// free is the number of free worker slots.
+func (d *dispatcher) free() int { return len(d.slots) }
+
+// run claims until ctx ends, then waits for nothing: the caller waits for
+// the pool (d.wait), so shutdown can bound that wait.
+func (d *dispatcher) run(ctx context.Context) {
+	r := d.r
+	// Events that carry an available_at go through a subscription, which
+	// tells the dispatcher when; the others only need a coalescing wake.
+	// The split does not depend on the clock, so no event falls between.
+	sub := r.bus.Subscribe(eventBuffer, func(e chronos.Event) bool {
+		return e.WakesDispatcher() && (e.AvailableAt != nil || e.Type == chronos.EventResync)
+	})
+	defer sub.Close()
+	wake := r.bus.SubscribeWake(func(e chronos.Event) bool {
+		return e.WakesDispatcher() && e.AvailableAt == nil && e.Type != chronos.EventResync
+	})
+	defer wake.Close()
+
+	idle := time.NewTimer(r.cfg.IdlePollInterval)
+	defer idle.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+
+	var (
+		next      time.Time // when timer fires; zero when disarmed
+		claimNow  = true    // claim at start
+		needNext  = true    // ask the database for the earliest future run
+		mayHave   bool      // the last claim was full or had no slots: more may wait
+		skewDelay = skewRetryFirst
+	)
+	arm := func(t time.Time) {
+		now := time.Now()
+		if !t.After(now) {
+			claimNow = true
+			return
+		}
+		if next.IsZero() || t.Before(next) {
+			next = t
+			timer.Reset(t.Sub(now))
+		}
+	}
+
+	for {
+		if sub.TakeDropped() > 0 {
+			// Events with times were lost: ask the database instead.
+			claimNow, needNext = true, true
+		}
+		justClaimed := false
+		if claimNow {
+			claimNow, justClaimed = false, true
+			n, full, err := d.claim(ctx)
+			switch {
+			case err != nil:
+				arm(time.Now().Add(claimRetry))
+			case n > 0:
+				skewDelay = skewRetryFirst
+			}
+			mayHave = full
+			idle.Reset(r.cfg.IdlePollInterval)
+			if ctx.Err() != nil {
+				return
+			}
+		}
+		if needNext && d.free() > 0 {
+			needNext = false
+			t, err := d.nextAvailable(ctx)
+			switch {
+			case err != nil:
+				arm(time.Now().Add(claimRetry))
+			case t == nil:
+			case t.After(time.Now()):
+				arm(*t)
+			case justClaimed && !mayHave:
+				// A pending run looked due, yet the claim just made did
+				// not get it: another instance is claiming it right now,
+				// or the database clock is a little behind ours. Look
+				// again shortly, backing off so this never spins.
+				arm(time.Now().Add(skewDelay))
+				skewDelay = min(2*skewDelay, skewRetryMax)
+			default:
+				claimNow = true
+			}
+		}
+		if claimNow {
+			continue
+		}
+
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake.C():
+			claimNow = true
+		case e, ok := <-sub.C():
+			if !ok {
+				return
+			}
+			if e.Type == chronos.EventResync {
+				claimNow, needNext = true, true
+				continue
+			}
+			arm(*e.AvailableAt)
+			if e.Count > 1 {
+				// A batch: only its earliest time travelled with it.
+				needNext = true
+			}
+		case t := <-d.hints:
+			arm(t)
+		case <-d.freed:
+			claimNow = mayHave
+		case <-timer.C:
+			next = time.Time{}
+			claimNow, needNext = true, true
+		case <-idle.C:
+			claimNow = true
+			idle.Reset(r.cfg.IdlePollInterval)
+		}
+	}
+}
+
+// claim claims into every free slot, in one statement per round, and keeps
+// claiming while claims come back full and slots are free. It returns how
+// many runs it claimed and whether more may be waiting (the last claim was
+// full, or there was no free slot to claim with).
+func (d *dispatcher) claim(ctx context.Context) (claimed int, full bool, err error) {
+	r := d.r
+	for {
+		n := d.free()
+		if n == 0 {
+			return claimed, true, nil
+		}
+		// The claim itself is not cancelled by shutdown: a claim cut off
+		// after its commit would leave runs leased with no worker.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+		runs, err := r.db.Claim(cctx, r.cfg.Instance, n, r.cfg.LeaseDuration)
+		cancel()
+		if err != nil {
+			r.log.Error("claim runs failed", "err", err)
+			return claimed, false, err
+		}
+		for _, c := range runs {
+			<-d.slots
+			d.pool.Go(func() {
+				defer d.release()
+				r.deliver(c)
+			})
+		}
+		claimed += len(runs)
+		if len(runs) > 0 {
+			r.log.Debug("claimed runs", "count", len(runs))
+			r.bus.Publish(chronos.Event{Type: chronos.EventClaimed, Instance: r.cfg.Instance, Count: len(runs)})
+		}
+		if len(runs) < n || ctx.Err() != nil {
+			return claimed, len(runs) == n, nil
+		}
+	}
+}
+
+// release gives a worker slot back and tells the dispatcher.
+func (d *dispatcher) release() {
+	d.slots <- struct{}{}
+	select {
+	case d.freed <- struct{}{}:
+	default:
+	}
+}
+
+func (d *dispatcher) nextAvailable(ctx context.Context) (*time.Time, error) {
+	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
+	t, err := d.r.db.NextAvailable(cctx)
+	if err != nil && ctx.Err() == nil {
+		d.r.log.Error("next available run failed", "err", err)
+	}
+	return t, err
+}
+
+// wait waits for every delivery handed to the pool.
+func (d *dispatcher) wait() { d.pool.Wait() }

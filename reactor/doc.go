@@ -1,0 +1,65 @@
+// Package reactor is the engine of a Chronos instance: the dispatcher that
+// claims runs the moment the bus says there is work, the pool of workers
+// that deliver them over HTTP, and the leader-only loops (materializer,
+// reaper, pruner).
+//
+// # Life cycle
+//
+// Reactor.Run starts the dispatcher and the Leader. While this instance
+// leads, the Leader runs the materializer, the reaper and the pruner. When
+// the context ends the dispatcher stops claiming, in-flight deliveries get
+// Config.ShutdownTimeout to finish, the ones still running are then
+// cancelled and their runs handed back to pending (db.Release: the attempt
+// is not counted), the completion batcher is flushed, the Leader resigns,
+// and Run returns. A graceful stop leaves no run leased.
+//
+// # Waking up
+//
+// The dispatcher wakes on bus events that may mean work (see
+// chronos.Event.WakesDispatcher: a run became pending, the materializer
+// created runs, the reaper reclaimed some, the listener resynced), on a
+// timer for the earliest future available_at it knows of (so scheduled and
+// retried runs start on time), when a worker frees a slot after a full
+// claim, and on the idle poll (Config.IdlePollInterval), which is only a
+// safety net. Each wake claims at most the free slots in one statement and
+// keeps claiming while claims come back full.
+//
+// # Delivery
+//
+// Every attempt is one HTTP request with the job's method, headers and
+// payload (sent as the body with Content-Type: application/json when the
+// job has one), bounded by the job's timeout. Redirects are not followed:
+// only a 2xx response is a success; 3xx, 4xx and 5xx responses, timeouts
+// and connection errors are failures that retry with the job's backoff.
+// On 429 and 503 a Retry-After header (seconds or an HTTP date) sets the
+// delay, capped at the job's backoff_max_seconds. The lease is renewed
+// every LeaseDuration/3 while the request is in flight; if the lease is
+// lost the request is cancelled and nothing is recorded.
+//
+// Outbound connections to private, loopback, link-local and unspecified
+// addresses are refused when they are dialled (after DNS resolution, so a
+// hostname cannot sneak around the check) unless
+// Config.AllowPrivateTargets is set; 169.254.169.254 is always refused.
+//
+// Each request carries these headers:
+//
+//	User-Agent: chronos (unless the job sets its own)
+//	X-Chronos-Run-Id: <run id>
+//	X-Chronos-Attempt: <attempt number, 1 for the first>
+//	X-Chronos-Scheduled-At: <the run's scheduled instant, RFC 3339 with nanoseconds, UTC>
+//
+// Delivery is at least once: a target deduplicates on X-Chronos-Run-Id.
+//
+// # Signatures
+//
+// When Config.SigningSecret is set, each request is also signed:
+//
+//	X-Chronos-Timestamp: <unix seconds when the request was sent>
+//	X-Chronos-Signature: v1=<hex(HMAC-SHA256(secret, timestamp + "." + body))>
+//
+// To verify, a target recomputes the HMAC over the X-Chronos-Timestamp
+// value, a literal ".", and the raw request body (empty when the job has no
+// payload), compares it with the hex after "v1=" in constant time, and
+// rejects timestamps too far from its own clock (say five minutes) to stop
+// replays. See Sign.
+package reactor

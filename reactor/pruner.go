@@ -1,0 +1,65 @@
+package reactor
+
+import (
+	"context"
+	"time"
+
+	"github.com/chronoshq/chronos"
+)
+
+// Pruning: small batches with a pause between them, so deleting history
+// never holds long locks or starves the hot path.
+const (
+	pruneBatch    = 1000
+	prunePause    = 50 * time.Millisecond
+	pruneInterval = time.Minute
+)
+
+// pruner deletes terminal runs older than RunRetention.
+type pruner struct{ r *Reactor }
+
+func newPruner(r *Reactor) *pruner { return &pruner{r: r} }
+
+func (p *pruner) run(ctx context.Context) {
+	tick := time.NewTicker(pruneInterval)
+	defer tick.Stop()
+	for {
+		p.prune(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// prune deletes batches until one comes back short.
+func (p *pruner) prune(ctx context.Context) {
+	r := p.r
+	before := time.Now().Add(-r.cfg.RunRetention)
+	total := 0
+	defer func() {
+		if total > 0 {
+			r.log.Info("pruned terminal runs", "count", total, "before", before)
+			r.bus.Publish(chronos.Event{Type: chronos.EventPruned, Instance: r.cfg.Instance, Count: total})
+		}
+	}()
+	for ctx.Err() == nil {
+		n, err := r.db.Prune(ctx, before, pruneBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Error("prune terminal runs failed", "err", err)
+			}
+			return
+		}
+		total += n
+		if n < pruneBatch {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(prunePause):
+		}
+	}
+}

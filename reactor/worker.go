@@ -1,0 +1,114 @@
+package reactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
+)
+
+// dbWriteTimeout bounds a worker's own writes (start, release). They run on
+// a context of their own: a write that records or hands back a run must not
+// be cut off by the shutdown that caused it.
+const dbWriteTimeout = 10 * time.Second
+
+// deliver runs one claimed attempt: mark it started, make the HTTP call
+// while renewing the lease, and queue the outcome for the completer. When
+// shutdown cancels the call before the target answered, the run is handed
+// back to pending instead, without counting the attempt.
+func (r *Reactor) deliver(c sql.Claimed) {
+	lease := c.Lease()
+	defer func() {
+		if p := recover(); p != nil {
+			// A bug in one delivery must not take the instance down; the
+			// run goes back to pending so it is not stuck until the reaper.
+			r.log.Error("delivery panicked", "run_id", lease.RunID, "panic", fmt.Sprint(p))
+			r.release(lease, c.Run.JobID)
+		}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
+	err := r.db.Start(ctx, lease)
+	cancel()
+	if errors.Is(err, sql.ErrLeaseLost) {
+		leaseLost(r.log, r.bus, r.cfg.Instance, lease, c.Run.JobID, "start", err)
+		return
+	}
+	if err != nil {
+		r.log.Error("start run failed, handing it back", "run_id", lease.RunID, "err", err)
+		r.release(lease, c.Run.JobID)
+		return
+	}
+
+	callCtx, cancelCall := context.WithCancel(r.hard)
+	var lost atomic.Bool
+	ren := startRenewer(r.db, r.log, lease, r.cfg.LeaseDuration, func(error) {
+		lost.Store(true)
+		cancelCall()
+	})
+	res := r.exec.do(callCtx, c.Job, c.Run)
+	ren.stop()
+	cancelCall()
+
+	if lost.Load() {
+		leaseLost(r.log, r.bus, r.cfg.Instance, lease, c.Run.JobID, "renew", sql.ErrLeaseLost)
+		return
+	}
+	if res.StatusCode == 0 && r.hard.Err() != nil {
+		// Shutdown ran out of grace before the target answered: this
+		// attempt never happened as far as the run is concerned.
+		r.release(lease, c.Run.JobID)
+		return
+	}
+	r.comp.submit(completion{out: outcome(lease, c.Job, res), run: c.Run})
+}
+
+// outcome turns an attempt's result into what db.Complete records.
+func outcome(l sql.Lease, job *chronos.Job, res attemptResult) sql.Outcome {
+	o := sql.Outcome{
+		Lease:      l,
+		Success:    res.Success(),
+		StatusCode: res.StatusCode,
+		Error:      res.Err,
+		Body:       res.Body,
+		StartedAt:  res.StartedAt,
+		FinishedAt: res.FinishedAt,
+	}
+	if !o.Success {
+		o.RetryDelay = retryDelay(job, l.Attempt, res)
+	}
+	return o
+}
+
+// retryDelay is the wait before the next attempt after attempt n failed:
+// the target's Retry-After on 429/503, capped at the job's backoff cap, or
+// else the job's backoff.
+func retryDelay(job *chronos.Job, n int, res attemptResult) time.Duration {
+	if res.HasRetry {
+		limit := time.Duration(job.BackoffMaxSeconds * float64(time.Second))
+		if limit > 0 && res.RetryAfter > limit {
+			return limit
+		}
+		return res.RetryAfter
+	}
+	return job.RetryDelay(n)
+}
+
+// release hands a run back to pending without counting the attempt.
+func (r *Reactor) release(l sql.Lease, jobID int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
+	defer cancel()
+	err := r.db.Release(ctx, l)
+	switch {
+	case errors.Is(err, sql.ErrLeaseLost):
+		leaseLost(r.log, r.bus, r.cfg.Instance, l, jobID, "release", err)
+	case err != nil:
+		r.log.Error("release run failed; the reaper will take it back", "run_id", l.RunID, "err", err)
+	default:
+		r.log.Info("run released", "run_id", l.RunID, "attempt", l.Attempt)
+	}
+}
