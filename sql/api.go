@@ -8,33 +8,9 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 var errTODO = errors.New("not implemented")
-
-// ErrLeaseLost is returned by a fenced write whose lease is gone: the run
-// was reclaimed (or finished) and the write changed nothing.
-var ErrLeaseLost = errors.New("lease lost")
-
-// DB is the Chronos database: a pgx pool and the queries on it.
-type DB struct {
-	Pool *pgxpool.Pool
-}
-
-// Open connects a pool to dsn. instance becomes the connections'
-// application_name, so pg_stat_activity tells instances apart.
-func Open(ctx context.Context, dsn, instance string) (*DB, error) { return nil, errTODO }
-
-// Close closes the pool.
-func (db *DB) Close() { db.Pool.Close() }
-
-// Ping checks that the database answers.
-func (db *DB) Ping(ctx context.Context) error { return db.Pool.Ping(ctx) }
-
-// Migrate applies the embedded migrations to dsn. It is safe when several
-// instances start at once (an advisory lock serialises them).
-func Migrate(ctx context.Context, dsn string) error { return errTODO }
 
 // CreateJob stores a new, validated job, computing next_run_at, and fills
 // j's id, next_run_at and timestamps. Constraint violations come back as

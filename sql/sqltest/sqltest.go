@@ -1,0 +1,304 @@
+// Package sqltest gives each test its own freshly migrated Chronos
+// database on the Postgres server named by TEST_DATABASE_URL.
+//
+// The first test of a process makes sure a template database exists that
+// holds the current migrations (named by sql.SchemaHash, so a changed
+// migration gets a new one); every test then clones it with CREATE
+// DATABASE ... TEMPLATE, which takes milliseconds, and drops its clone WITH
+// (FORCE) at cleanup. Template builds are serialised across test processes
+// (go test runs packages in parallel) by an advisory lock on the server's
+// maintenance database, and a template is built under a temporary name and
+// renamed when complete, so a crashed build never leaves a half-migrated
+// template behind.
+//
+// There is no skipping: without a reachable server the test fails and says
+// how to get one.
+package sqltest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos/sql"
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvVar names the environment variable holding the server's DSN.
+const EnvVar = "TEST_DATABASE_URL"
+
+const howTo = "`make test` finds or starts a Postgres for you; or set " +
+	"TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+const (
+	templatePrefix = "chronos_tmpl_"
+	testPrefix     = "chronos_test_"
+	// buildLockKey serialises template builds across processes.
+	buildLockKey = int64(0x63687274_6d706c00) // "chrtmpl"
+	// staleAfter is when a test database left by a killed test run is
+	// dropped by a later one.
+	staleAfter = 2 * time.Hour
+)
+
+var (
+	mu    sync.Mutex
+	ready string // the template known to exist, once checked in this process
+)
+
+// New returns an open pool on a fresh migrated database, closed and
+// dropped at cleanup.
+func New(t testing.TB) *sql.DB {
+	t.Helper()
+	dsn := NewURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := sql.Open(ctx, dsn, "sqltest")
+	if err != nil {
+		t.Fatalf("sqltest: open test database: %v", err)
+	}
+	t.Cleanup(db.Close) // registered after the drop, so it runs first
+	return db
+}
+
+// NewURL returns the DSN of a fresh migrated database, dropped at cleanup.
+func NewURL(t testing.TB) string {
+	t.Helper()
+	return create(t, true)
+}
+
+// NewEmptyURL returns the DSN of a fresh database with no schema at all,
+// dropped at cleanup: for testing the migrations themselves.
+func NewEmptyURL(t testing.TB) string {
+	t.Helper()
+	return create(t, false)
+}
+
+func create(t testing.TB, migrated bool) string {
+	t.Helper()
+	base := os.Getenv(EnvVar)
+	if base == "" {
+		t.Fatalf("sqltest: %s is not set: the tests need a real Postgres. %s", EnvVar, howTo)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, err := connect(ctx, base)
+	if err != nil {
+		t.Fatalf("sqltest: cannot reach Postgres at %s=%s: %v. %s", EnvVar, redact(base), err, howTo)
+	}
+	defer admin.Close(context.Background())
+
+	stmt := "CREATE DATABASE %s"
+	if migrated {
+		tmpl, err := ensureTemplate(ctx, t, admin, base)
+		if err != nil {
+			t.Fatalf("sqltest: prepare template database: %v", err)
+		}
+		stmt += " TEMPLATE " + ident(tmpl)
+	}
+	name := testPrefix + strconv.FormatInt(time.Now().Unix(), 10) + "_" + randomHex(6)
+	if _, err := admin.Exec(ctx, fmt.Sprintf(stmt, ident(name))); err != nil {
+		t.Fatalf("sqltest: create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := drop(base, name); err != nil {
+			t.Errorf("sqltest: drop test database %s: %v", name, err)
+		}
+	})
+	dsn, err := WithDatabase(base, name)
+	if err != nil {
+		t.Fatalf("sqltest: %v", err)
+	}
+	return dsn
+}
+
+// WithDatabase returns dsn (URL or keyword/value form) pointed at another
+// database on the same server.
+func WithDatabase(dsn, database string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("parse %s: %w", EnvVar, err)
+		}
+		u.Path = "/" + database
+		u.RawPath = ""
+		return u.String(), nil
+	}
+	// keyword/value form: a later keyword overrides an earlier one.
+	return dsn + " dbname=" + database, nil
+}
+
+func ensureTemplate(ctx context.Context, t testing.TB, admin *pgx.Conn, base string) (string, error) {
+	name := templatePrefix + sql.SchemaHash()[:16]
+	mu.Lock()
+	defer mu.Unlock()
+	if ready == name {
+		return name, nil
+	}
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock($1)", buildLockKey); err != nil {
+		return "", fmt.Errorf("take build lock: %w", err)
+	}
+	defer func() {
+		// The session ends right after; unlocking explicitly keeps the
+		// lock's life obvious.
+		if _, err := admin.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", buildLockKey); err != nil {
+			t.Logf("sqltest: release build lock: %v", err)
+		}
+	}()
+	dropStale(ctx, t, admin, name)
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", fmt.Errorf("look for template: %w", err)
+	}
+	if !exists {
+		if err := build(ctx, admin, base, name); err != nil {
+			return "", err
+		}
+	}
+	ready = name
+	return name, nil
+}
+
+// build migrates a database under a temporary name and renames it to name
+// once complete.
+func build(ctx context.Context, admin *pgx.Conn, base, name string) error {
+	tmp := name + "_build"
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(tmp)+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop unfinished template: %w", err)
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+ident(tmp)); err != nil {
+		return fmt.Errorf("create template: %w", err)
+	}
+	dsn, err := WithDatabase(base, tmp)
+	if err != nil {
+		return err
+	}
+	if err := sql.Migrate(ctx, dsn); err != nil {
+		return fmt.Errorf("migrate template: %w", err)
+	}
+	// The migration's backend exits just after its client hangs up; RENAME
+	// and CREATE DATABASE ... TEMPLATE both want nobody connected.
+	if err := waitNoSessions(ctx, admin, tmp); err != nil {
+		return err
+	}
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+ident(tmp)+" RENAME TO "+ident(name)); err != nil {
+		return fmt.Errorf("rename template: %w", err)
+	}
+	// Nobody may connect to the template: a session there would make every
+	// clone fail with "being accessed by other users".
+	if _, err := admin.Exec(ctx, "ALTER DATABASE "+ident(name)+" WITH ALLOW_CONNECTIONS false"); err != nil {
+		return fmt.Errorf("seal template: %w", err)
+	}
+	return nil
+}
+
+func waitNoSessions(ctx context.Context, admin *pgx.Conn, db string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", db).Scan(&n); err != nil {
+			return fmt.Errorf("count sessions on %s: %w", db, err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d sessions still connected to %s", n, db)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// dropStale drops templates of other migration versions and test databases
+// left behind by killed test runs. Failures are logged, not fatal: they
+// cost disk, not correctness.
+func dropStale(ctx context.Context, t testing.TB, admin *pgx.Conn, keep string) {
+	rows, err := admin.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'chronos\\_tmpl\\_%' OR datname LIKE 'chronos\\_test\\_%'")
+	if err != nil {
+		t.Logf("sqltest: list stale databases: %v", err)
+		return
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Logf("sqltest: list stale databases: %v", err)
+		return
+	}
+	for _, n := range names {
+		if !stale(n, keep, time.Now()) {
+			continue
+		}
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(n)+" WITH (FORCE)"); err != nil {
+			t.Logf("sqltest: drop stale database %s: %v", n, err)
+		}
+	}
+}
+
+func stale(name, keep string, now time.Time) bool {
+	if strings.HasPrefix(name, templatePrefix) {
+		return name != keep && name != keep+"_build"
+	}
+	rest, ok := strings.CutPrefix(name, testPrefix)
+	if !ok {
+		return false
+	}
+	ts, _, ok := strings.Cut(rest, "_")
+	if !ok {
+		return false
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return false
+	}
+	return now.Sub(time.Unix(sec, 0)) > staleAfter
+}
+
+func drop(base, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := connect(ctx, base)
+	if err != nil {
+		return err
+	}
+	defer admin.Close(ctx)
+	_, err = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)")
+	return err
+}
+
+func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse dsn: %w", err)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 5 * time.Second
+	}
+	cfg.RuntimeParams["application_name"] = "chronos-sqltest"
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+func ident(s string) string { return pgx.Identifier{s}.Sanitize() }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
+}
+
+// redact hides a password in a URL DSN.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
