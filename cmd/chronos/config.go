@@ -1,0 +1,267 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// serveConfig is the configuration of `chronos serve`, read from the
+// environment by loadServeConfig.
+type serveConfig struct {
+	DatabaseURL            string
+	DatabaseConnectTimeout time.Duration
+	HTTPAddr               string
+	WorkerConcurrency      int
+	IdlePollInterval       time.Duration
+	LeaseDuration          time.Duration
+	LeaderPollInterval     time.Duration
+	ReaperInterval         time.Duration
+	RunRetention           time.Duration
+	ShutdownTimeout        time.Duration
+	APIKeys                []string
+	AuthDisabled           bool
+	SigningSecret          string
+	AllowPrivateTargets    bool
+	LogLevel               slog.Level
+	LogFormat              string // "json" or "text"
+	InstanceID             string
+	MigrateOnStart         bool
+}
+
+// envVar is one environment variable of `chronos serve`: its default (as
+// the user would write it), what it means, and how it is applied. The
+// table drives parsing, `chronos serve --help` and the README's table.
+type envVar struct {
+	name  string
+	def   string // "" when there is no default
+	help  string
+	apply func(c *serveConfig, v string) error // v is the trimmed value, or def
+}
+
+// maxInstanceID is the longest instance id: it becomes the Postgres
+// application_name (63 bytes), which names the leader, so it must not be
+// truncated.
+const maxInstanceID = 63
+
+// serveVars lists every variable `chronos serve` reads, in the order they
+// are checked and documented.
+var serveVars = []envVar{
+	{"DATABASE_URL", "", "Postgres connection string (required), e.g. postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable",
+		func(c *serveConfig, v string) error {
+			if v == "" {
+				return fmt.Errorf("DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable")
+			}
+			if _, err := pgx.ParseConfig(v); err != nil {
+				// pgx redacts the password in its message.
+				return fmt.Errorf("invalid DATABASE_URL: %v", err)
+			}
+			c.DatabaseURL = v
+			return nil
+		}},
+	{"DATABASE_CONNECT_TIMEOUT", "10s", "how long startup keeps retrying to reach the database before giving up",
+		durationVar(func(c *serveConfig) *time.Duration { return &c.DatabaseConnectTimeout })},
+	{"HTTP_ADDR", ":8080", "address the API listens on (host:port; port 0 picks a free one)",
+		func(c *serveConfig, v string) error {
+			_, port, err := net.SplitHostPort(v)
+			if err == nil {
+				_, err = strconv.ParseUint(port, 10, 16)
+			}
+			if err != nil {
+				return badValue("must be host:port, e.g. :8080 or 127.0.0.1:8080")
+			}
+			c.HTTPAddr = v
+			return nil
+		}},
+	{"WORKER_CONCURRENCY", "32", "most webhook requests one instance has in flight at once",
+		func(c *serveConfig, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return badValue("must be a positive integer")
+			}
+			c.WorkerConcurrency = n
+			return nil
+		}},
+	{"IDLE_POLL_INTERVAL", "3s", "fallback poll for due runs when no notification arrives",
+		durationVar(func(c *serveConfig) *time.Duration { return &c.IdlePollInterval })},
+	{"LEASE_DURATION", "30s", "how long a claimed run stays leased to its worker (renewed while the request is in flight)",
+		durationVar(func(c *serveConfig) *time.Duration { return &c.LeaseDuration })},
+	{"LEADER_POLL_INTERVAL", "1s", "how often a follower tries for leadership (and the leader checks its connection)",
+		durationVar(func(c *serveConfig) *time.Duration { return &c.LeaderPollInterval })},
+	{"REAPER_INTERVAL", "5s", "how often the leader reclaims runs whose lease expired",
+		durationVar(func(c *serveConfig) *time.Duration { return &c.ReaperInterval })},
+	{"RUN_RETENTION", "168h", "finished runs older than this are pruned by the leader",
+		durationVar(func(c *serveConfig) *time.Duration { return &c.RunRetention })},
+	{"SHUTDOWN_TIMEOUT", "25s", "on SIGTERM/SIGINT, how long in-flight requests may finish before their runs are released",
+		durationVar(func(c *serveConfig) *time.Duration { return &c.ShutdownTimeout })},
+	{"API_KEYS", "", "comma-separated API keys accepted as `Authorization: Bearer <key>` on /v1 (required unless AUTH_DISABLED=true)",
+		func(c *serveConfig, v string) error {
+			c.APIKeys = nil
+			for _, k := range strings.Split(v, ",") {
+				if k = strings.TrimSpace(k); k != "" {
+					c.APIKeys = append(c.APIKeys, k)
+				}
+			}
+			return nil
+		}},
+	{"AUTH_DISABLED", "false", "true turns API key checks off (local development only)",
+		boolVar(func(c *serveConfig) *bool { return &c.AuthDisabled })},
+	{"SIGNING_SECRET", "", "when set, every delivery carries X-Chronos-Timestamp and an HMAC-SHA256 X-Chronos-Signature",
+		func(c *serveConfig, v string) error { c.SigningSecret = v; return nil }},
+	{"ALLOW_PRIVATE_TARGETS", "false", "true lets jobs call private, loopback and link-local addresses (never 169.254.169.254)",
+		boolVar(func(c *serveConfig) *bool { return &c.AllowPrivateTargets })},
+	{"LOG_LEVEL", "info", "debug, info, warn or error",
+		func(c *serveConfig, v string) error {
+			if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil || !knownLevel(v) {
+				return badValue("must be debug, info, warn or error")
+			}
+			return nil
+		}},
+	{"LOG_FORMAT", "", "json or text (default: text on a terminal, json otherwise)",
+		func(c *serveConfig, v string) error {
+			switch strings.ToLower(v) {
+			case "":
+				c.LogFormat = "json"
+				if isTerminal(os.Stderr) {
+					c.LogFormat = "text"
+				}
+			case "json", "text":
+				c.LogFormat = strings.ToLower(v)
+			default:
+				return badValue("must be json or text")
+			}
+			return nil
+		}},
+	{"INSTANCE_ID", "", "this instance's name in logs, leases and /readyz (default: hostname-<random>)",
+		func(c *serveConfig, v string) error {
+			if v == "" {
+				v = defaultInstanceID()
+			}
+			if len(v) > maxInstanceID || strings.IndexFunc(v, func(r rune) bool { return r <= ' ' || r >= 0x7f }) >= 0 {
+				return badValue(fmt.Sprintf("must be at most %d printable ASCII characters without spaces", maxInstanceID))
+			}
+			c.InstanceID = v
+			return nil
+		}},
+	{"MIGRATE_ON_START", "true", "apply database migrations at startup (safe with several replicas)",
+		boolVar(func(c *serveConfig) *bool { return &c.MigrateOnStart })},
+}
+
+// loadServeConfig reads the configuration of `chronos serve` from getenv.
+// The first bad value stops it with one line naming the variable.
+func loadServeConfig(getenv func(string) string) (*serveConfig, error) {
+	c, err := loadEnv(getenv, serveVars)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.APIKeys) == 0 && !c.AuthDisabled {
+		return nil, usagef("API_KEYS is empty: set API_KEYS=key1,key2 (clients send Authorization: Bearer <key>), or AUTH_DISABLED=true for local development")
+	}
+	return c, nil
+}
+
+// loadEnv applies the given variables, in order, to a new config.
+func loadEnv(getenv func(string) string, vars []envVar) (*serveConfig, error) {
+	c := &serveConfig{}
+	for _, v := range vars {
+		val := strings.TrimSpace(getenv(v.name))
+		if val == "" {
+			val = v.def
+		}
+		if err := v.apply(c, val); err != nil {
+			var reason badValue
+			if errors.As(err, &reason) {
+				err = fmt.Errorf("invalid %s %q: %s", v.name, val, reason)
+			}
+			return nil, usageError{err}
+		}
+	}
+	return c, nil
+}
+
+// varsNamed returns the entries of serveVars with the given names, for
+// commands that need only some of them (migrate).
+func varsNamed(names ...string) []envVar {
+	var out []envVar
+	for _, n := range names {
+		for _, v := range serveVars {
+			if v.name == n {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// badValue is the reason a value was refused; loadServeConfig adds the
+// variable's name and the value.
+type badValue string
+
+func (r badValue) Error() string { return string(r) }
+
+func durationVar(field func(*serveConfig) *time.Duration) func(*serveConfig, string) error {
+	return func(c *serveConfig, v string) error { return parseDuration(v, field(c)) }
+}
+
+func boolVar(field func(*serveConfig) *bool) func(*serveConfig, string) error {
+	return func(c *serveConfig, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return badValue("must be true or false")
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+// parseDuration parses a positive Go duration ("3s", "1m30s", "168h").
+func parseDuration(v string, dst *time.Duration) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return badValue("must be a positive duration such as 500ms, 3s, 1m or 168h")
+	}
+	*dst = d
+	return nil
+}
+
+func knownLevel(v string) bool {
+	switch strings.ToLower(v) {
+	case "debug", "info", "warn", "error":
+		return true
+	}
+	return false
+}
+
+// defaultInstanceID is hostname-<6 hex digits>: unique per process even
+// when two replicas share a hostname, short enough for application_name.
+func defaultInstanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "chronos"
+	}
+	if i := strings.IndexByte(host, '.'); i > 0 {
+		host = host[:i]
+	}
+	if len(host) > maxInstanceID-7 {
+		host = host[:maxInstanceID-7]
+	}
+	b := make([]byte, 3)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return host + "-" + hex.EncodeToString(b)
+}
+
+// isTerminal reports whether f is a character device (a terminal), which
+// decides colour and the default log format.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

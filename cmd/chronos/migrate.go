@@ -1,0 +1,40 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/chronoshq/chronos/sql"
+)
+
+func init() {
+	register(&command{name: "migrate", summary: "apply the database migrations and exit", run: runMigrate})
+}
+
+func runMigrate(ctx context.Context, args []string, env *environ) error {
+	fs := newFlagSet(env, "migrate", "", `Applies the embedded database migrations to DATABASE_URL and exits. It is
+safe to run while instances are up, or from several places at once (an
+advisory lock serialises them). `+"`chronos serve`"+` does the same at startup
+unless MIGRATE_ON_START=false.
+
+Environment: DATABASE_URL (required), DATABASE_CONNECT_TIMEOUT (10s).`)
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadEnv(env.getenv, varsNamed("DATABASE_URL", "DATABASE_CONNECT_TIMEOUT", "LOG_LEVEL", "LOG_FORMAT"))
+	if err != nil {
+		return err
+	}
+	cfg.InstanceID = "chronos-migrate"
+	log := newLogger(env.stderr, cfg.LogLevel, cfg.LogFormat).With("component", "migrate")
+	db, err := connectDB(ctx, cfg, log) // waits for a database that is still starting
+	if err != nil {
+		return err
+	}
+	db.Close()
+	if err := sql.Migrate(ctx, cfg.DatabaseURL); err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	fmt.Fprintln(env.stdout, "migrations applied")
+	return nil
+}

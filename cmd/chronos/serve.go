@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	nethttp "net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chronoshq/chronos/bus"
+	chttp "github.com/chronoshq/chronos/http"
+	"github.com/chronoshq/chronos/listeners"
+	"github.com/chronoshq/chronos/reactor"
+	"github.com/chronoshq/chronos/sql"
+)
+
+func init() {
+	register(&command{
+		name:    "serve",
+		summary: "run an instance: the API, the reactor and the listener (configured from the environment)",
+		run:     runServe,
+	})
+}
+
+// shutdownSlack is how long past SHUTDOWN_TIMEOUT serve waits for its
+// components before it gives up on them and exits non-zero.
+const shutdownSlack = 10 * time.Second
+
+func serveHelp() string {
+	var b strings.Builder
+	b.WriteString(`Runs one Chronos instance: the REST API and event tap on HTTP_ADDR, the
+reactor (dispatcher, workers, leader election, materializer, reaper) and the
+LISTEN connection, all on one in-process bus. Run as many instances as you
+like against one database: they share the work and elect one leader.
+
+SIGTERM or SIGINT shuts down gracefully: no new claims, in-flight requests
+get SHUTDOWN_TIMEOUT to finish, unfinished runs are released, leadership is
+handed over, and the process exits 0.
+
+Configuration comes from the environment:
+`)
+	for _, v := range serveVars {
+		def := v.def
+		if def == "" {
+			def = "-"
+		}
+		fmt.Fprintf(&b, "\n  %-24s %-6s %s", v.name, def, v.help)
+	}
+	return b.String()
+}
+
+func runServe(ctx context.Context, args []string, env *environ) error {
+	fs := newFlagSet(env, "serve", "", serveHelp())
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	cfg, err := loadServeConfig(env.getenv)
+	if err != nil {
+		return err
+	}
+	httpCfg := chttp.Config{Instance: cfg.InstanceID, APIKeys: cfg.APIKeys, AuthDisabled: cfg.AuthDisabled}
+	if err := httpCfg.Validate(); err != nil {
+		return usageError{err}
+	}
+	log := newLogger(env.stderr, cfg.LogLevel, cfg.LogFormat)
+	return serve(ctx, cfg, httpCfg, log)
+}
+
+// serve runs an instance until ctx ends, then shuts it down gracefully.
+func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slog.Logger) error {
+	started := time.Now()
+	clog := log.With("component", "serve", "instance", cfg.InstanceID)
+
+	// Listen before anything slow, so a port in use fails at once.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on HTTP_ADDR %q: %w", cfg.HTTPAddr, err)
+	}
+	defer ln.Close()
+
+	db, err := connectDB(ctx, cfg, clog)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	if cfg.MigrateOnStart {
+		if err := sql.Migrate(ctx, cfg.DatabaseURL); err != nil {
+			return fmt.Errorf("apply migrations (MIGRATE_ON_START=true): %w", err)
+		}
+		clog.Info("migrations applied")
+	}
+
+	b := bus.New()
+	lst := listeners.New(listeners.Config{DSN: cfg.DatabaseURL, Instance: cfg.InstanceID}, b, log)
+	r := reactor.New(reactor.Config{
+		DSN:                 cfg.DatabaseURL,
+		Instance:            cfg.InstanceID,
+		WorkerConcurrency:   cfg.WorkerConcurrency,
+		IdlePollInterval:    cfg.IdlePollInterval,
+		LeaseDuration:       cfg.LeaseDuration,
+		LeaderPollInterval:  cfg.LeaderPollInterval,
+		ReaperInterval:      cfg.ReaperInterval,
+		RunRetention:        cfg.RunRetention,
+		ShutdownTimeout:     cfg.ShutdownTimeout,
+		SigningSecret:       cfg.SigningSecret,
+		AllowPrivateTargets: cfg.AllowPrivateTargets,
+	}, db, b, log)
+	api := chttp.NewServer(httpCfg, db, b, probe{lst, r}, log)
+	hs := &nethttp.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(clog.Handler(), slog.LevelWarn),
+		// No WriteTimeout: the event tap streams for as long as the client stays.
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	start := func(name string, run func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := run()
+			if err != nil {
+				err = fmt.Errorf("%s: %w", name, err)
+			} else if runCtx.Err() == nil {
+				err = fmt.Errorf("%s stopped unexpectedly", name)
+			}
+			if err != nil {
+				cancel() // one component down takes the instance down
+			}
+			errs <- err
+		}()
+	}
+	start("listener", func() error { return lst.Run(runCtx) })
+	start("reactor", func() error { return r.Run(runCtx) })
+	start("api", func() error { return api.Run(runCtx) }) // metrics; closes event streams when it returns
+	start("http server", func() error {
+		serveErr := make(chan error, 1)
+		go func() { serveErr <- hs.Serve(ln) }()
+		select {
+		case err := <-serveErr:
+			return err // Serve returns only on failure before Shutdown
+		case <-runCtx.Done():
+		}
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(runCtx), cfg.ShutdownTimeout)
+		defer scancel()
+		err := hs.Shutdown(sctx)
+		if serr := <-serveErr; !errors.Is(serr, nethttp.ErrServerClosed) && err == nil {
+			err = serr
+		}
+		return err
+	})
+	clog.Info("chronos started", "addr", ln.Addr().String(), "version", version,
+		"worker_concurrency", cfg.WorkerConcurrency, "auth_disabled", cfg.AuthDisabled,
+		"allow_private_targets", cfg.AllowPrivateTargets, "signing", cfg.SigningSecret != "")
+
+	<-runCtx.Done()
+	if ctx.Err() != nil {
+		clog.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(cfg.ShutdownTimeout + shutdownSlack):
+		return fmt.Errorf("shutdown did not finish within SHUTDOWN_TIMEOUT (%s) + %s", cfg.ShutdownTimeout, shutdownSlack)
+	}
+	close(errs)
+	var all []error
+	for err := range errs {
+		if err != nil {
+			all = append(all, err)
+		}
+	}
+	if err := errors.Join(all...); err != nil {
+		return err
+	}
+	clog.Info("chronos stopped", "uptime", time.Since(started).Round(time.Millisecond).String())
+	return nil
+}
+
+// connectDB opens the pool and waits until the database answers, retrying
+// for up to DATABASE_CONNECT_TIMEOUT (compose starts chronos and Postgres
+// together; a database that is still booting is not an error yet).
+func connectDB(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*sql.DB, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.DatabaseConnectTimeout)
+	defer cancel()
+	db, err := sql.Open(ctx, cfg.DatabaseURL, cfg.InstanceID)
+	if err != nil {
+		return nil, fmt.Errorf("invalid DATABASE_URL: %w", err)
+	}
+	var lastErr error // the last error that says why, not that time ran out
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err = db.Ping(ctx)
+		if err == nil {
+			return db, nil
+		}
+		if lastErr == nil || ctx.Err() == nil {
+			lastErr = err
+		}
+		if attempt == 1 {
+			log.Warn("database not reachable yet; retrying", "timeout", cfg.DatabaseConnectTimeout.String(), "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			db.Close()
+			if errors.Is(context.Cause(ctx), context.Canceled) {
+				return nil, fmt.Errorf("interrupted while connecting to DATABASE_URL: %w", lastErr)
+			}
+			return nil, fmt.Errorf("cannot reach DATABASE_URL within %s (DATABASE_CONNECT_TIMEOUT): %w", cfg.DatabaseConnectTimeout, lastErr)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// probe tells the API about the listener and the reactor for /readyz.
+type probe struct {
+	l *listeners.Listener
+	r *reactor.Reactor
+}
+
+func (p probe) ListenerConnected() bool { return p.l.Connected() }
+func (p probe) IsLeader() bool          { return p.r.IsLeader() }

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
+// version is set at build time: go build -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+func init() {
+	register(&command{name: "version", summary: "print the version", run: runVersion})
+}
+
+func runVersion(_ context.Context, args []string, env *environ) error {
+	fs := newFlagSet(env, "version", "", "Prints the version of chronos, the Go version and the VCS revision it was built from.")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.stdout, versionString())
+	return nil
+}
+
+// versionString is "chronos <version> (<revision>[-dirty], <go version>)".
+func versionString() string {
+	rev := ""
+	dirty := false
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev == "" {
+		rev = "unknown revision"
+	} else if dirty {
+		rev += "-dirty"
+	}
+	return fmt.Sprintf("chronos %s (%s, %s %s/%s)", version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
