@@ -73,3 +73,12 @@ func mapErr(err error, what string) error {
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+// pgCode is the SQLSTATE of a Postgres error, or "".
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}

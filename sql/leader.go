@@ -1,11 +1,21 @@
 package sql
 
-// SKELETON: signatures fixed by the lead; bodies to be implemented.
-
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
+)
+
+// leaderKey is the leadership advisory lock ("chronos" in ASCII). Advisory
+// locks are per database, so instances on one database share one leader.
+const leaderKey = int64(0x0063_6872_6f6e_6f73)
+
+// pg_locks shows a bigint advisory key split in two oids.
+const (
+	leaderClassID = uint32(leaderKey >> 32)
+	leaderObjID   = uint32(leaderKey & 0xffffffff)
 )
 
 // LeaderConn is the dedicated connection (not pooled) on which an instance
@@ -17,24 +27,93 @@ type LeaderConn struct {
 // ConnectLeader opens the dedicated leadership connection, with
 // application_name = instance so Leader can name the holder.
 func ConnectLeader(ctx context.Context, dsn, instance string) (*LeaderConn, error) {
-	return nil, errTODO
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("connect leader: parse dsn: %w", err)
+	}
+	if instance != "" {
+		cfg.RuntimeParams["application_name"] = instance
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect leader: %w", err)
+	}
+	return &LeaderConn{Conn: conn}, nil
 }
 
 // TryLock tries for the leadership lock without waiting.
-func (c *LeaderConn) TryLock(ctx context.Context) (bool, error) { return false, errTODO }
+//
+// Session advisory locks stack: taking one twice needs two unlocks. TryLock
+// therefore reports an already-held lock as held without taking it again,
+// so a single Unlock always lets go.
+func (c *LeaderConn) TryLock(ctx context.Context) (bool, error) {
+	var ok bool
+	err := c.Conn.QueryRow(ctx, `
+		SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_locks
+		                          WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted
+		                            AND classid = $2 AND objid = $3 AND objsubid = 1)
+		            THEN true
+		            ELSE pg_try_advisory_lock($1) END`, leaderKey, leaderClassID, leaderObjID).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("try leader lock: %w", err)
+	}
+	return ok, nil
+}
 
 // Ping checks the connection; a leader steps down when it fails.
-func (c *LeaderConn) Ping(ctx context.Context) error { return errTODO }
+func (c *LeaderConn) Ping(ctx context.Context) error {
+	if err := c.Conn.Ping(ctx); err != nil {
+		return fmt.Errorf("ping leader connection: %w", err)
+	}
+	return nil
+}
 
-// Unlock releases the lock.
-func (c *LeaderConn) Unlock(ctx context.Context) error { return errTODO }
+// Unlock releases the lock. It is an error when the lock was not held.
+func (c *LeaderConn) Unlock(ctx context.Context) error {
+	var released bool
+	if err := c.Conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", leaderKey).Scan(&released); err != nil {
+		return fmt.Errorf("release leader lock: %w", err)
+	}
+	if !released {
+		return fmt.Errorf("release leader lock: not held by this connection")
+	}
+	return nil
+}
 
 // Close closes the connection (releasing the lock if still held).
-func (c *LeaderConn) Close(ctx context.Context) error { return errTODO }
+func (c *LeaderConn) Close(ctx context.Context) error {
+	if err := c.Conn.Close(ctx); err != nil {
+		return fmt.Errorf("close leader connection: %w", err)
+	}
+	return nil
+}
 
 // AnnounceResignation tells followers (channel chronos_leader) that
 // instance has let go of the lock, so they try at once.
-func (db *DB) AnnounceResignation(ctx context.Context, instance string) error { return errTODO }
+func (db *DB) AnnounceResignation(ctx context.Context, instance string) error {
+	payload, err := json.Marshal(map[string]string{"op": "resigned", "instance": instance})
+	if err != nil {
+		return fmt.Errorf("announce resignation: %w", err)
+	}
+	if _, err := db.Pool.Exec(ctx, "SELECT pg_notify('chronos_leader', $1)", string(payload)); err != nil {
+		return fmt.Errorf("announce resignation: %w", err)
+	}
+	return nil
+}
 
 // Leader names the instance holding the leadership lock ("" when none).
-func (db *DB) Leader(ctx context.Context) (string, error) { return "", errTODO }
+func (db *DB) Leader(ctx context.Context) (string, error) {
+	var name string
+	err := db.Pool.QueryRow(ctx, `
+		SELECT COALESCE((
+			SELECT a.application_name
+			  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			 WHERE l.locktype = 'advisory' AND l.granted
+			   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			   AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 1
+			 LIMIT 1), '')`, leaderClassID, leaderObjID).Scan(&name)
+	if err != nil {
+		return "", fmt.Errorf("find leader: %w", err)
+	}
+	return name, nil
+}

@@ -1,0 +1,162 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/jackc/pgx/v5"
+)
+
+// Claimed is a run handed to a worker, with the job it belongs to.
+type Claimed struct {
+	Run *chronos.Run
+	Job *chronos.Job
+}
+
+// Lease identifies the worker's hold on one attempt of a run; it fences
+// every write the worker makes.
+type Lease struct {
+	RunID   int64
+	Worker  string
+	Attempt int
+}
+
+// Lease returns the lease a claimed run was handed out under.
+func (c Claimed) Lease() Lease {
+	w := ""
+	if c.Run.LeasedBy != nil {
+		w = *c.Run.LeasedBy
+	}
+	return Lease{RunID: c.Run.ID, Worker: w, Attempt: c.Run.AttemptCount}
+}
+
+// fence is the WHERE clause of every worker write: $1 run id, $2 worker,
+// $3 attempt. A reclaimed run has another (or no) leased_by, or a higher
+// attempt_count, so a stale worker's write matches no row.
+const fence = "id = $1 AND leased_by = $2 AND attempt_count = $3 AND status IN ('leased', 'running')"
+
+// claimSQL is one statement: pick, lease and count, then join the jobs.
+// SKIP LOCKED lets concurrent claimers take disjoint runs without waiting.
+// The result is not a NOTIFY: leased rows are not news to anyone.
+var claimSQL = `
+	WITH picked AS (
+		SELECT id FROM job_runs
+		 WHERE status = 'pending' AND available_at <= now()
+		 ORDER BY available_at, id
+		 LIMIT $2
+		   FOR UPDATE SKIP LOCKED
+	), leased AS (
+		UPDATE job_runs r
+		   SET status = 'leased', leased_by = $1,
+		       leased_until = now() + $3::bigint * interval '1 microsecond',
+		       attempt_count = r.attempt_count + 1
+		  FROM picked
+		 WHERE r.id = picked.id
+		RETURNING r.*
+	)
+	SELECT ` + qualified("l", runColumns) + `, ` + qualified("j", jobColumns) + `
+	  FROM leased l JOIN jobs j ON j.id = l.job_id
+	 ORDER BY l.available_at, l.id`
+
+// Claim leases up to n pending runs with available_at <= now() to worker,
+// in one statement (FOR UPDATE SKIP LOCKED), counting the attempt.
+func (db *DB) Claim(ctx context.Context, worker string, n int, lease time.Duration) ([]Claimed, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	if lease <= 0 {
+		return nil, fmt.Errorf("claim runs: lease duration %v is not positive", lease)
+	}
+	rows, err := db.Pool.Query(ctx, claimSQL, worker, n, micros(lease))
+	if err != nil {
+		return nil, mapErr(err, "claim runs")
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) {
+		var r chronos.Run
+		var js jobScan
+		if err := row.Scan(append(runDest(&r), js.dest()...)...); err != nil {
+			return Claimed{}, err
+		}
+		return Claimed{Run: normRun(&r), Job: js.job()}, nil
+	})
+	if err != nil {
+		return nil, mapErr(err, "claim runs")
+	}
+	return out, nil
+}
+
+// Start marks a leased run running and records the attempt's start.
+// ErrLeaseLost when the lease is gone.
+//
+// The attempt's row in run_attempts is born here (started_at = now()).
+// Starting twice is harmless: the second finds the row and keeps it.
+func (db *DB) Start(ctx context.Context, l Lease) error {
+	var n int
+	err := db.Pool.QueryRow(ctx, `
+		WITH started AS (
+			UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
+			 WHERE `+fence+`
+			RETURNING id, attempt_count, leased_by
+		), attempt AS (
+			INSERT INTO run_attempts (run_id, attempt, worker_id, started_at)
+			SELECT id, attempt_count, leased_by, now() FROM started
+			ON CONFLICT (run_id, attempt) DO NOTHING
+		)
+		SELECT count(*) FROM started`, l.RunID, l.Worker, l.Attempt).Scan(&n)
+	if err != nil {
+		return mapErr(err, "start run")
+	}
+	if n == 0 {
+		return fmt.Errorf("start run %d attempt %d: %w", l.RunID, l.Attempt, ErrLeaseLost)
+	}
+	return nil
+}
+
+// Renew extends the lease to now()+d. ErrLeaseLost when the lease is gone.
+//
+// A lease past its leased_until that the reaper has not yet taken is still
+// the worker's: renewing it is allowed, the fence is on identity, not time.
+func (db *DB) Renew(ctx context.Context, l Lease, d time.Duration) error {
+	tag, err := db.Pool.Exec(ctx, `
+		UPDATE job_runs SET leased_until = now() + $4::bigint * interval '1 microsecond'
+		 WHERE `+fence, l.RunID, l.Worker, l.Attempt, micros(d))
+	if err != nil {
+		return mapErr(err, "renew lease")
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("renew lease of run %d attempt %d: %w", l.RunID, l.Attempt, ErrLeaseLost)
+	}
+	return nil
+}
+
+// Release hands a leased or running run back to pending without counting
+// the attempt (graceful shutdown). ErrLeaseLost when the lease is gone.
+//
+// The attempt is undone entirely: attempt_count goes back down and the
+// attempt's run_attempts row is deleted, so a run released at shutdown
+// still gets exactly max_retries+1 counted attempts, each with its row.
+func (db *DB) Release(ctx context.Context, l Lease) error {
+	var n int
+	err := db.Pool.QueryRow(ctx, `
+		WITH released AS (
+			UPDATE job_runs
+			   SET status = 'pending', attempt_count = attempt_count - 1, available_at = now(),
+			       leased_by = NULL, leased_until = NULL,
+			       started_at = CASE WHEN attempt_count = 1 THEN NULL ELSE started_at END
+			 WHERE `+fence+`
+			RETURNING id
+		), forgotten AS (
+			DELETE FROM run_attempts a USING released
+			 WHERE a.run_id = released.id AND a.attempt = $3
+		)
+		SELECT count(*) FROM released`, l.RunID, l.Worker, l.Attempt).Scan(&n)
+	if err != nil {
+		return mapErr(err, "release run")
+	}
+	if n == 0 {
+		return fmt.Errorf("release run %d attempt %d: %w", l.RunID, l.Attempt, ErrLeaseLost)
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chronoshq/chronos"
+	"github.com/jackc/pgx/v5"
+)
+
+// Outcome is the result of one attempt.
+type Outcome struct {
+	Lease
+	Success    bool
+	StatusCode int    // 0 when no response
+	Error      string // "" on success
+	Body       string // truncated response body
+	StartedAt  time.Time
+	FinishedAt time.Time
+	RetryDelay time.Duration // on failure with attempts left: wait this long
+}
+
+// CompleteResult is the fate of one Outcome.
+type CompleteResult struct {
+	Status chronos.RunStatus
+	Err    error // ErrLeaseLost, or nil
+}
+
+// Limits of what an attempt records; longer text is cut at a UTF-8
+// boundary. MaxBodyBytes is what a worker needs to read of a response.
+const (
+	MaxBodyBytes  = 4 << 10
+	maxErrorBytes = 2 << 10
+)
+
+// completeSQL records a batch of outcomes in one statement over unnest()ed
+// arrays: one round trip, one UPDATE, hence one NOTIFY for the batch.
+//
+// A failure dead-letters when the run has had max_retries+1 attempts
+// (attempt_count counts the one just made); otherwise it is pending again
+// after the worker's retry delay. The attempt's row is upserted: Start
+// created it, unless the worker never got that far.
+var completeSQL = `
+	WITH o AS (
+		SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::int[], $6::text[],
+		                     $7::text[], $8::timestamptz[], $9::timestamptz[], $10::bigint[], $11::bigint[])
+		       AS o(run_id, worker, attempt, success, status_code, error, body, started_at, finished_at,
+		            retry_us, duration_ms)
+	), done AS (
+		UPDATE job_runs r
+		   SET status = CASE WHEN o.success THEN 'succeeded'
+		                     WHEN r.attempt_count >= j.max_retries + 1 THEN 'dead'
+		                     ELSE 'pending' END,
+		       available_at = CASE WHEN NOT o.success AND r.attempt_count < j.max_retries + 1
+		                           THEN now() + o.retry_us * interval '1 microsecond'
+		                           ELSE r.available_at END,
+		       finished_at = CASE WHEN o.success OR r.attempt_count >= j.max_retries + 1
+		                          THEN COALESCE(o.finished_at, now()) END,
+		       started_at = COALESCE(r.started_at, o.started_at, now()),
+		       leased_by = NULL, leased_until = NULL,
+		       last_error = o.error, last_status_code = o.status_code
+		  FROM o, jobs j
+		 WHERE r.id = o.run_id AND r.leased_by = o.worker AND r.attempt_count = o.attempt
+		   AND r.status IN ('leased', 'running') AND j.id = r.job_id
+		RETURNING r.id, r.status
+	), recorded AS (
+		INSERT INTO run_attempts AS a (run_id, attempt, worker_id, started_at, finished_at, status_code,
+		                               error, response_body, duration_ms)
+		SELECT o.run_id, o.attempt, o.worker, COALESCE(o.started_at, now()), COALESCE(o.finished_at, now()),
+		       o.status_code, o.error, o.body, o.duration_ms
+		  FROM o JOIN done ON done.id = o.run_id
+		ON CONFLICT (run_id, attempt) DO UPDATE
+		   SET finished_at = EXCLUDED.finished_at, status_code = EXCLUDED.status_code,
+		       error = EXCLUDED.error, response_body = EXCLUDED.response_body,
+		       duration_ms = COALESCE(EXCLUDED.duration_ms,
+		                              round(extract(epoch FROM EXCLUDED.finished_at - a.started_at) * 1000))
+	)
+	SELECT o.run_id, done.status FROM o LEFT JOIN done ON done.id = o.run_id`
+
+// Complete records a batch of outcomes in one round trip: success →
+// succeeded; failure → pending after RetryDelay, or dead when the run has
+// had max_retries+1 attempts. It returns, per outcome, the run's new status
+// or ErrLeaseLost for a write the fence rejected.
+//
+// Error and Body are made storable (valid UTF-8, no NUL bytes) and cut to
+// 2 KiB and MaxBodyBytes. An outcome repeated within a batch (same run) is
+// ErrLeaseLost after the first: the attempt can be completed only once.
+func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, error) {
+	res := make([]CompleteResult, len(outs))
+	if len(outs) == 0 {
+		return res, nil
+	}
+	n := len(outs)
+	var (
+		ids      = make([]int64, 0, n)
+		workers  = make([]string, 0, n)
+		attempts = make([]int32, 0, n)
+		success  = make([]bool, 0, n)
+		codes    = make([]*int32, 0, n)
+		errs     = make([]*string, 0, n)
+		bodies   = make([]*string, 0, n)
+		started  = make([]*time.Time, 0, n)
+		finished = make([]*time.Time, 0, n)
+		retry    = make([]int64, 0, n)
+		duration = make([]*int64, 0, n)
+	)
+	index := make(map[int64]int, n) // run id -> position in outs
+	for i, o := range outs {
+		if _, dup := index[o.RunID]; dup {
+			res[i].Err = fmt.Errorf("complete run %d attempt %d: %w", o.RunID, o.Attempt, ErrLeaseLost)
+			continue
+		}
+		index[o.RunID] = i
+		ids = append(ids, o.RunID)
+		workers = append(workers, o.Worker)
+		attempts = append(attempts, int32(o.Attempt))
+		success = append(success, o.Success)
+		codes = append(codes, nonZero(int32(o.StatusCode)))
+		errs = append(errs, nonEmpty(storable(o.Error, maxErrorBytes)))
+		bodies = append(bodies, nonEmpty(storable(o.Body, MaxBodyBytes)))
+		started = append(started, nonZeroTime(o.StartedAt))
+		finished = append(finished, nonZeroTime(o.FinishedAt))
+		retry = append(retry, max(0, micros(o.RetryDelay)))
+		var ms *int64
+		if !o.StartedAt.IsZero() && !o.FinishedAt.IsZero() {
+			d := o.FinishedAt.Sub(o.StartedAt).Milliseconds()
+			ms = &d
+		}
+		duration = append(duration, ms)
+	}
+	rows, err := db.Pool.Query(ctx, completeSQL, ids, workers, attempts, success, codes, errs, bodies,
+		started, finished, retry, duration)
+	if err != nil {
+		return nil, mapErr(err, "complete runs")
+	}
+	type fate struct {
+		id     int64
+		status *string
+	}
+	fates, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (fate, error) {
+		var f fate
+		err := r.Scan(&f.id, &f.status)
+		return f, err
+	})
+	if err != nil {
+		return nil, mapErr(err, "complete runs")
+	}
+	for _, f := range fates {
+		i := index[f.id]
+		if f.status == nil {
+			res[i].Err = fmt.Errorf("complete run %d attempt %d: %w", f.id, outs[i].Attempt, ErrLeaseLost)
+			continue
+		}
+		res[i].Status = chronos.RunStatus(*f.status)
+	}
+	return res, nil
+}
+
+// storable makes s valid UTF-8 without NUL bytes (Postgres text accepts
+// neither) and at most limit bytes, cut at a rune boundary.
+func storable(s string, limit int) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	s = strings.ReplaceAll(s, "\x00", "")
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+func nonZero(v int32) *int32 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nonZeroTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

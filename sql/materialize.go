@@ -1,0 +1,208 @@
+package sql
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/jackc/pgx/v5"
+)
+
+// MaterializeResult says what one Materialize call did.
+type MaterializeResult struct {
+	Jobs    int            // jobs examined
+	Created int            // runs inserted
+	Skipped int            // occurrences skipped by overlap policy
+	Runs    []*chronos.Run // the runs inserted
+}
+
+// maxOccurrencesPerJob bounds one job's share of one call (a per-second
+// cron with a long lookahead); the rest waits for the next call.
+const maxOccurrencesPerJob = 1000
+
+// dueJobsSQL selects the jobs to materialize, locked so that two
+// materializers (two leaders, briefly) take disjoint jobs. A job due now
+// is always taken. A job due within the lookahead is taken to pre-create
+// its run, unless its overlap policy would hold that run back anyway:
+// skip and queue_one decide on a future occurrence only when it is due,
+// and leaving those jobs out here keeps a "call again while the batch is
+// full" loop from re-examining them forever.
+const dueJobsSQL = `
+	SELECT ` + jobColumns + ` FROM jobs j
+	 WHERE enabled AND next_run_at <= $2
+	   AND (next_run_at <= $1 OR overlap = 'allow'
+	        OR (overlap = 'skip' AND NOT EXISTS (
+	                SELECT 1 FROM job_runs r
+	                 WHERE r.job_id = j.id AND r.status IN ('pending', 'leased', 'running')))
+	        OR (overlap = 'queue_one' AND NOT EXISTS (
+	                SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.status = 'pending')))
+	 ORDER BY next_run_at
+	 LIMIT $3
+	   FOR UPDATE SKIP LOCKED`
+
+// Materialize turns the due occurrences of up to batch jobs with
+// next_run_at <= now+lookahead into pending runs (available_at = the
+// scheduled instant), idempotently (UNIQUE (job_id, scheduled_at)),
+// honouring overlap, with one catch-up run for a gap, and advances
+// next_run_at. Call it again while it returns a full batch.
+//
+// It is one short transaction. A job whose next_run_at lies more than one
+// occurrence in the past (the cluster was down, or had no leader) gets one
+// run, flagged catch_up, for the latest missed occurrence, and then
+// resumes with the first occurrence after now. Overlap: allow inserts
+// every occurrence; skip inserts none while the job has a pending, leased
+// or running run (counting each due occurrence skipped); queue_one inserts
+// only while the job has no pending run. A one-shot job materializes once;
+// afterwards its next_run_at is null, as is a cron job's whose schedule
+// has no further occurrence.
+func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Duration, batch int) (MaterializeResult, error) {
+	var res MaterializeResult
+	if batch <= 0 {
+		return res, nil
+	}
+	horizon := now.Add(max(lookahead, 0))
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		return res, fmt.Errorf("materialize: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+
+	rows, err := tx.Query(ctx, dueJobsSQL, now, horizon, batch)
+	if err != nil {
+		return res, mapErr(err, "materialize: select due jobs")
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanJob(r) })
+	if err != nil {
+		return res, mapErr(err, "materialize: select due jobs")
+	}
+	res.Jobs = len(jobs)
+
+	active, pending, err := overlapState(ctx, tx, jobs)
+	if err != nil {
+		return res, err
+	}
+	var (
+		runJobs  []int64
+		runAt    []time.Time
+		runCatch []bool
+		jobIDs   = make([]int64, 0, len(jobs))
+		nexts    = make([]*time.Time, 0, len(jobs))
+	)
+	for _, j := range jobs {
+		p := plan(j, now, horizon, active[j.ID], pending[j.ID])
+		for _, o := range p.runs {
+			runJobs = append(runJobs, j.ID)
+			runAt = append(runAt, o.at)
+			runCatch = append(runCatch, o.catchUp)
+		}
+		res.Skipped += p.skipped
+		jobIDs = append(jobIDs, j.ID)
+		nexts = append(nexts, p.next)
+	}
+	if len(runJobs) > 0 {
+		rows, err := tx.Query(ctx, `
+			INSERT INTO job_runs (job_id, scheduled_at, trigger, catch_up, available_at)
+			SELECT job_id, at, 'schedule', catch_up, at
+			  FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[]) AS v(job_id, at, catch_up)
+			ON CONFLICT (job_id, scheduled_at) WHERE trigger = 'schedule' DO NOTHING
+			RETURNING `+runColumns, runJobs, runAt, runCatch)
+		if err != nil {
+			return res, mapErr(err, "materialize: insert runs")
+		}
+		res.Runs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Run, error) { return scanRun(r) })
+		if err != nil {
+			return res, mapErr(err, "materialize: insert runs")
+		}
+		res.Created = len(res.Runs)
+	}
+	if len(jobIDs) > 0 {
+		// Only next_run_at changes: the jobs NOTIFY trigger ignores it.
+		_, err := tx.Exec(ctx, `
+			UPDATE jobs SET next_run_at = v.next
+			  FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, next)
+			 WHERE jobs.id = v.id`, jobIDs, nexts)
+		if err != nil {
+			return res, mapErr(err, "materialize: advance next_run_at")
+		}
+	}
+	if err := reschedule(ctx, tx, now, batch); err != nil {
+		return res, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, mapErr(err, "materialize: commit")
+	}
+	return res, nil
+}
+
+// overlapState reads, for the jobs whose policy cares, whether each has an
+// active (pending, leased, running) run and whether it has a pending one.
+func overlapState(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job) (active, pending map[int64]bool, err error) {
+	var ids []int64
+	for _, j := range jobs {
+		if j.Overlap != chronos.OverlapAllow {
+			ids = append(ids, j.ID)
+		}
+	}
+	active, pending = map[int64]bool{}, map[int64]bool{}
+	if len(ids) == 0 {
+		return active, pending, nil
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT job_id, bool_or(status = 'pending') FROM job_runs
+		 WHERE job_id = ANY($1) AND status IN ('pending', 'leased', 'running')
+		 GROUP BY job_id`, ids)
+	if err != nil {
+		return nil, nil, mapErr(err, "materialize: overlap state")
+	}
+	var (
+		id int64
+		p  bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &p}, func() error {
+		active[id], pending[id] = true, p
+		return nil
+	})
+	if err != nil {
+		return nil, nil, mapErr(err, "materialize: overlap state")
+	}
+	return active, pending, nil
+}
+
+// reschedule gives enabled cron jobs without a next_run_at (edited by
+// hand, say) their next occurrence after now, so none is stuck outside
+// the materializer's index. A schedule with no further occurrence stays
+// null. These jobs are not counted as examined: they produce no run in
+// this call, and counting them could keep a caller looping.
+func reschedule(ctx context.Context, tx pgx.Tx, now time.Time, batch int) error {
+	rows, err := tx.Query(ctx, `
+		SELECT `+jobColumns+` FROM jobs
+		 WHERE enabled AND next_run_at IS NULL AND cron_expr IS NOT NULL
+		 ORDER BY id LIMIT $1
+		   FOR UPDATE SKIP LOCKED`, batch)
+	if err != nil {
+		return mapErr(err, "materialize: select unscheduled jobs")
+	}
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanJob(r) })
+	if err != nil {
+		return mapErr(err, "materialize: select unscheduled jobs")
+	}
+	var (
+		ids   []int64
+		nexts []time.Time
+	)
+	for _, j := range jobs {
+		if next, err := j.NextRun(now); err == nil && next != nil {
+			ids = append(ids, j.ID)
+			nexts = append(nexts, *next)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err = tx.Exec(ctx, `
+		UPDATE jobs SET next_run_at = v.next
+		  FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, next)
+		 WHERE jobs.id = v.id`, ids, nexts)
+	return mapErr(err, "materialize: reschedule jobs")
+}

@@ -1,0 +1,203 @@
+package sql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/jackc/pgx/v5"
+)
+
+// Trigger enqueues a manual run of the job, available now. ENOTFOUND.
+//
+// A manual run ignores the overlap policy and the enabled flag: "run it
+// now" is an explicit request, also for a paused job.
+func (db *DB) Trigger(ctx context.Context, jobID int64) (*chronos.Run, error) {
+	r, err := scanRun(db.Pool.QueryRow(ctx, `
+		INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		VALUES ($1, now(), 'manual', now())
+		RETURNING `+runColumns, jobID))
+	if err != nil {
+		if pgCode(err) == "23503" { // foreign_key_violation: no such job
+			return nil, jobNotFound(jobID)
+		}
+		return nil, mapErr(err, "trigger job")
+	}
+	return r, nil
+}
+
+// HasActiveRun reports whether the job has a pending, leased or running run.
+func (db *DB) HasActiveRun(ctx context.Context, jobID int64) (bool, error) {
+	var active bool
+	err := db.Pool.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM job_runs
+		                WHERE job_id = $1 AND status IN ('pending', 'leased', 'running'))`, jobID).Scan(&active)
+	if err != nil {
+		return false, mapErr(err, "has active run")
+	}
+	return active, nil
+}
+
+// RunFilter selects a page of a job's runs.
+type RunFilter struct {
+	Status chronos.RunStatus // "": all
+	Cursor string
+	Limit  int // default 50, capped at 500
+}
+
+// Runs returns a page of the job's runs, newest first, and the next
+// cursor. ENOTFOUND for an unknown job, EINVALID for a bad cursor (field
+// "cursor") or status (field "status").
+func (db *DB) Runs(ctx context.Context, jobID int64, f RunFilter) ([]*chronos.Run, string, error) {
+	if f.Status != "" && !f.Status.Valid() {
+		return nil, "", chronos.InvalidFields(map[string]string{
+			"status": "must be one of pending, leased, running, succeeded, dead"})
+	}
+	before, err := decodeCursor(f.Cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	limit := pageLimit(f.Limit)
+	q := "SELECT " + runColumns + " FROM job_runs WHERE job_id = $1"
+	args := []any{jobID, limit + 1}
+	if before > 0 {
+		args = append(args, before)
+		q += fmt.Sprintf(" AND id < $%d", len(args))
+	}
+	if f.Status != "" {
+		args = append(args, string(f.Status))
+		q += fmt.Sprintf(" AND status = $%d", len(args))
+	}
+	q += " ORDER BY id DESC LIMIT $2"
+	rows, err := db.Pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", mapErr(err, "list runs")
+	}
+	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Run, error) { return scanRun(r) })
+	if err != nil {
+		return nil, "", mapErr(err, "list runs")
+	}
+	if len(runs) == 0 {
+		// Only an empty page needs the second look: a job with runs exists.
+		if _, err := db.Job(ctx, jobID); err != nil {
+			return nil, "", err
+		}
+	}
+	next := ""
+	if len(runs) > limit {
+		runs = runs[:limit]
+		next = encodeCursor(runs[limit-1].ID)
+	}
+	return runs, next, nil
+}
+
+// Run returns a run with its attempts. ENOTFOUND.
+func (db *DB) Run(ctx context.Context, id int64) (*chronos.Run, error) {
+	// One round trip for both; they need not be one snapshot (an attempt
+	// recorded in between is merely fresher news).
+	b := &pgx.Batch{}
+	b.Queue("SELECT "+runColumns+" FROM job_runs WHERE id = $1", id)
+	b.Queue("SELECT "+attemptColumns+" FROM run_attempts WHERE run_id = $1 ORDER BY attempt", id)
+	br := db.Pool.SendBatch(ctx, b)
+	defer br.Close()
+	r, err := scanRun(br.QueryRow())
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, runNotFound(id)
+	}
+	if err != nil {
+		return nil, mapErr(err, "get run")
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, mapErr(err, "get run attempts")
+	}
+	r.Attempts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (chronos.Attempt, error) { return scanAttempt(row) })
+	if err != nil {
+		return nil, mapErr(err, "get run attempts")
+	}
+	if err := br.Close(); err != nil {
+		return nil, mapErr(err, "get run")
+	}
+	return r, nil
+}
+
+func runNotFound(id int64) error { return chronos.Errorf(chronos.ENOTFOUND, "run %d not found", id) }
+
+// Redrive gives a dead run a fresh set of attempts: a new pending run
+// (trigger redrive) of the same job and scheduled instant. ECONFLICT when
+// the run is not dead, ENOTFOUND when it does not exist.
+//
+// ECONFLICT too when an earlier redrive of the same run is still active,
+// so a double click does not deliver twice.
+func (db *DB) Redrive(ctx context.Context, runID int64) (*chronos.Run, error) {
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("redrive run: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	var (
+		jobID       int64
+		status      chronos.RunStatus
+		scheduledAt time.Time
+		active      bool
+	)
+	// FOR UPDATE serialises concurrent redrives of one run.
+	err = tx.QueryRow(ctx, `
+		SELECT r.job_id, r.status, r.scheduled_at,
+		       EXISTS (SELECT 1 FROM job_runs a
+		                WHERE a.job_id = r.job_id AND a.redrive_of = r.id
+		                  AND a.status IN ('pending', 'leased', 'running'))
+		  FROM job_runs r WHERE r.id = $1 FOR UPDATE`, runID).Scan(&jobID, &status, &scheduledAt, &active)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, runNotFound(runID)
+	}
+	if err != nil {
+		return nil, mapErr(err, "redrive run")
+	}
+	if status != chronos.StatusDead {
+		return nil, chronos.Errorf(chronos.ECONFLICT, "run %d is %s; only a dead run can be redriven", runID, status)
+	}
+	if active {
+		return nil, chronos.Errorf(chronos.ECONFLICT, "run %d is already being redriven", runID)
+	}
+	r, err := scanRun(tx.QueryRow(ctx, `
+		INSERT INTO job_runs (job_id, scheduled_at, trigger, redrive_of, available_at)
+		VALUES ($1, $2, 'redrive', $3, now())
+		RETURNING `+runColumns, jobID, scheduledAt, runID))
+	if err != nil {
+		return nil, mapErr(err, "redrive run")
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, mapErr(err, "redrive run")
+	}
+	return r, nil
+}
+
+// Prune deletes up to batch terminal runs (and their attempts) that
+// finished before `before`, oldest first; it returns how many it deleted.
+func (db *DB) Prune(ctx context.Context, before time.Time, batch int) (int, error) {
+	if batch <= 0 {
+		return 0, nil
+	}
+	tag, err := db.Pool.Exec(ctx, `
+		DELETE FROM job_runs WHERE id IN (
+			SELECT id FROM job_runs
+			 WHERE status IN ('succeeded', 'dead') AND finished_at < $1
+			 ORDER BY finished_at LIMIT $2)`, before, batch)
+	if err != nil {
+		return 0, mapErr(err, "prune runs")
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// NextAvailable returns the earliest available_at of a pending run, or nil.
+func (db *DB) NextAvailable(ctx context.Context) (*time.Time, error) {
+	var t *time.Time
+	if err := db.Pool.QueryRow(ctx, "SELECT min(available_at) FROM job_runs WHERE status = 'pending'").Scan(&t); err != nil {
+		return nil, mapErr(err, "next available run")
+	}
+	utcPtr(&t)
+	return t, nil
+}

@@ -1,0 +1,111 @@
+package sql
+
+import (
+	"strings"
+	"time"
+
+	"github.com/chronoshq/chronos"
+)
+
+// Column lists, in the order the scan helpers below expect.
+const (
+	jobColumns = "id, name, cron_expr, run_at, timezone, target_url, method, headers, payload, " +
+		"timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds, overlap, " +
+		"enabled, next_run_at, created_at, updated_at"
+	runColumns = "id, job_id, scheduled_at, trigger, catch_up, redrive_of, status, attempt_count, " +
+		"available_at, leased_by, leased_until, started_at, finished_at, last_error, last_status_code, created_at"
+	attemptColumns = "run_id, attempt, worker_id, started_at, finished_at, status_code, error, response_body, duration_ms"
+)
+
+// qualified prefixes every column of cols with alias.
+func qualified(alias, cols string) string {
+	parts := strings.Split(cols, ", ")
+	for i, p := range parts {
+		parts[i] = alias + "." + p
+	}
+	return strings.Join(parts, ", ")
+}
+
+// scanner is pgx.Row or pgx.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// jobScan holds the destinations of one job row.
+type jobScan struct {
+	j       chronos.Job
+	payload []byte
+}
+
+func (s *jobScan) dest() []any {
+	j := &s.j
+	return []any{&j.ID, &j.Name, &j.CronExpr, &j.RunAt, &j.Timezone, &j.TargetURL, &j.Method, &j.Headers,
+		&s.payload, &j.TimeoutSeconds, &j.MaxRetries, &j.Backoff, &j.BackoffBaseSeconds, &j.BackoffMaxSeconds,
+		&j.Overlap, &j.Enabled, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt}
+}
+
+func (s *jobScan) job() *chronos.Job {
+	j := s.j
+	if s.payload != nil {
+		j.Payload = append([]byte(nil), s.payload...)
+	}
+	if j.Headers == nil {
+		j.Headers = map[string]string{}
+	}
+	utcPtr(&j.RunAt)
+	utcPtr(&j.NextRunAt)
+	j.CreatedAt = j.CreatedAt.UTC()
+	j.UpdatedAt = j.UpdatedAt.UTC()
+	return &j
+}
+
+func scanJob(row scanner) (*chronos.Job, error) {
+	var s jobScan
+	if err := row.Scan(s.dest()...); err != nil {
+		return nil, err
+	}
+	return s.job(), nil
+}
+
+func runDest(r *chronos.Run) []any {
+	return []any{&r.ID, &r.JobID, &r.ScheduledAt, &r.Trigger, &r.CatchUp, &r.RedriveOf, &r.Status,
+		&r.AttemptCount, &r.AvailableAt, &r.LeasedBy, &r.LeasedUntil, &r.StartedAt, &r.FinishedAt,
+		&r.LastError, &r.LastStatusCode, &r.CreatedAt}
+}
+
+// normRun puts a scanned run's times in UTC (pgx returns local time).
+func normRun(r *chronos.Run) *chronos.Run {
+	r.ScheduledAt = r.ScheduledAt.UTC()
+	r.AvailableAt = r.AvailableAt.UTC()
+	r.CreatedAt = r.CreatedAt.UTC()
+	utcPtr(&r.LeasedUntil)
+	utcPtr(&r.StartedAt)
+	utcPtr(&r.FinishedAt)
+	return r
+}
+
+func scanRun(row scanner) (*chronos.Run, error) {
+	var r chronos.Run
+	if err := row.Scan(runDest(&r)...); err != nil {
+		return nil, err
+	}
+	return normRun(&r), nil
+}
+
+func scanAttempt(row scanner) (chronos.Attempt, error) {
+	var a chronos.Attempt
+	err := row.Scan(&a.RunID, &a.Attempt, &a.WorkerID, &a.StartedAt, &a.FinishedAt, &a.StatusCode,
+		&a.Error, &a.ResponseBody, &a.DurationMS)
+	a.StartedAt = a.StartedAt.UTC()
+	utcPtr(&a.FinishedAt)
+	return a, err
+}
+
+func utcPtr(p **time.Time) {
+	if *p != nil {
+		t := (*p).UTC()
+		*p = &t
+	}
+}
+
+// micros is a duration as the bigint the queries multiply by
+// interval '1 microsecond'.
+func micros(d time.Duration) int64 { return d.Microseconds() }
