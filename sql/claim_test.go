@@ -234,7 +234,7 @@ func TestCompleteBatch(t *testing.T) {
 	}
 	outs := []sql.Outcome{
 		{Lease: got[0].Lease(), Success: true, StatusCode: 200},
-		{Lease: got[1].Lease(), StatusCode: 500},            // no retries left: dead
+		{Lease: got[1].Lease(), StatusCode: 500},                                         // no retries left: dead
 		{Lease: sql.Lease{RunID: got[2].Run.ID, Worker: "x", Attempt: 1}, Success: true}, // stale
 		{Lease: got[3].Lease(), Success: true},
 		{Lease: got[3].Lease(), Success: true}, // duplicate
