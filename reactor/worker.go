@@ -31,32 +31,47 @@ func (r *Reactor) deliver(c sql.Claimed) {
 		}
 	}()
 
-	ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
-	err := r.db.Start(ctx, lease)
-	cancel()
-	if errors.Is(err, sql.ErrLeaseLost) {
-		leaseLost(r.log, r.bus, r.cfg.Instance, lease, c.Run.JobID, "start", err)
-		return
-	}
-	if err != nil {
-		r.log.Error("start run failed, handing it back", "run_id", lease.RunID, "err", err)
-		r.release(lease, c.Run.JobID)
-		return
-	}
-
 	callCtx, cancelCall := context.WithCancel(r.hard)
+	defer cancelCall()
 	var lost atomic.Bool
-	ren := startRenewer(r.db, r.log, lease, r.cfg.LeaseDuration, func(error) {
+	onLost := func() {
 		lost.Store(true)
 		cancelCall()
-	})
+	}
+
+	// Start (running, and the attempt's row) is written while the request
+	// is already on its way: it takes a database round trip off the path
+	// from claim to target, and the outcome is queued only after it, so
+	// the attempt's record is never out of order. A run is claimed a
+	// moment before, so Start finding the lease gone is all but
+	// impossible; if it does, the call is cancelled like a lost renewal.
+	started := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
+		defer cancel()
+		err := r.db.Start(ctx, lease)
+		if errors.Is(err, sql.ErrLeaseLost) {
+			onLost()
+		}
+		started <- err
+	}()
+	ren := startRenewer(r.db, r.log, lease, r.cfg.LeaseDuration, func(error) { onLost() })
 	res := r.exec.do(callCtx, c.Job, c.Run)
 	ren.stop()
-	cancelCall()
+	startErr := <-started
 
 	if lost.Load() {
-		leaseLost(r.log, r.bus, r.cfg.Instance, lease, c.Run.JobID, "renew", sql.ErrLeaseLost)
+		op := "renew"
+		if errors.Is(startErr, sql.ErrLeaseLost) {
+			op = "start"
+		}
+		leaseLost(r.log, r.bus, r.cfg.Instance, lease, c.Run.JobID, op, sql.ErrLeaseLost)
 		return
+	}
+	if startErr != nil {
+		// The start was not recorded (the database is struggling); the
+		// outcome still is: Complete creates the attempt's row itself.
+		r.log.Warn("start run failed", "run_id", lease.RunID, "err", startErr)
 	}
 	if res.StatusCode == 0 && r.hard.Err() != nil {
 		// Shutdown ran out of grace before the target answered: this

@@ -1,0 +1,134 @@
+package reactor
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/bus"
+	"github.com/chronoshq/chronos/listeners"
+	"github.com/chronoshq/chronos/sql/sqltest"
+)
+
+// startListener runs a listener onto b until cleanup.
+func startListener(t *testing.T, dsn, name string, b *bus.Bus) *listeners.Listener {
+	t.Helper()
+	l := listeners.New(listeners.Config{DSN: dsn, Instance: name, ReconnectDelay: 50 * time.Millisecond}, b, testLog(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("listener %s: %v", name, err)
+		}
+	})
+	eventually(t, 5*time.Second, "listener connected", l.Connected)
+	return l
+}
+
+// Two instances on one database, 50 jobs firing every second for about ten
+// seconds: every occurrence in the window is delivered exactly once.
+func TestTwoReactorsEveryOccurrenceOnce(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+
+	type key struct {
+		job   string
+		sched string
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[key]int{}
+		runs = map[string]int{}
+		lags []time.Duration
+	)
+	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		now := time.Now()
+		sched := r.Header.Get(HeaderScheduledAt)
+		k := key{r.URL.Query().Get("job"), sched}
+		mu.Lock()
+		defer mu.Unlock()
+		seen[k]++
+		runs[r.Header.Get(HeaderRunID)]++
+		if at, err := time.Parse(time.RFC3339Nano, sched); err == nil {
+			lags = append(lags, now.Sub(at))
+		}
+	})
+
+	cfg := Config{WorkerConcurrency: 16, IdlePollInterval: time.Second, ReaperInterval: time.Second}
+	a := startReactor(t, dsn, withInstance(cfg, "cluster-a"))
+	b := startReactor(t, dsn, withInstance(cfg, "cluster-b"))
+	startListener(t, dsn, "cluster-a", a.bus)
+	startListener(t, dsn, "cluster-b", b.bus)
+
+	const jobs = 50
+	names := make([]string, jobs)
+	for i := range names {
+		expr := "*/1 * * * * *"
+		names[i] = fmt.Sprintf("every-second-%d", i)
+		createJob(t, a.db, &chronos.Job{Name: names[i], CronExpr: &expr, TargetURL: tg.URL + "/?job=" + names[i]})
+	}
+	// The window: whole seconds strictly after every job exists, until ten
+	// seconds later. Occurrences outside it may or may not have fired.
+	from := time.Now().Truncate(time.Second).Add(time.Second)
+	to := from.Add(9 * time.Second)
+	time.Sleep(time.Until(to.Add(1500 * time.Millisecond)))
+
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	missing, dup := 0, 0
+	for _, id := range names {
+		for s := from; !s.After(to); s = s.Add(time.Second) {
+			k := key{id, s.UTC().Format(time.RFC3339Nano)}
+			switch n := seen[k]; {
+			case n == 0:
+				missing++
+				if missing <= 5 {
+					t.Errorf("job %s: occurrence %s never delivered", id, k.sched)
+				}
+			case n > 1:
+				dup++
+				if dup <= 5 {
+					t.Errorf("job %s: occurrence %s delivered %d times", id, k.sched, n)
+				}
+			}
+		}
+	}
+	for id, n := range runs {
+		if n > 1 {
+			t.Errorf("run %s delivered %d times", id, n)
+		}
+	}
+	t.Logf("window %s..%s: %d occurrences expected, %d missing, %d duplicated; %d requests in all",
+		from.Format(time.TimeOnly), to.Format(time.TimeOnly), jobs*10, missing, dup, tg.hits.Load())
+	if len(lags) > 0 {
+		sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+		t.Logf("scheduled instant -> target: p50 %s p99 %s max %s", lags[len(lags)/2], lags[len(lags)*99/100], lags[len(lags)-1])
+	}
+	var leased int
+	if err := a.db.Pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM job_runs WHERE status IN ('leased','running')").Scan(&leased); err != nil {
+		t.Fatal(err)
+	}
+	if leased != 0 {
+		t.Errorf("%d runs left leased after both stopped", leased)
+	}
+}
+
+func withInstance(c Config, name string) Config {
+	c.Instance = name
+	return c
+}

@@ -1,0 +1,56 @@
+package reactor
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql/sqltest"
+)
+
+// When a renewal finds the lease gone (the run was reclaimed), the worker
+// cancels its call, records nothing, and publishes EventLeaseLost.
+func TestLeaseLostCancelsCall(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+	cancelled := make(chan struct{}, 1)
+	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+			cancelled <- struct{}{}
+		case <-time.After(10 * time.Second):
+		}
+	})
+	in := startReactor(t, dsn, Config{LeaseDuration: 300 * time.Millisecond, ReaperInterval: time.Hour})
+	lost := in.bus.Subscribe(16, func(e chronos.Event) bool { return e.Type == chronos.EventLeaseLost })
+	defer lost.Close()
+	job := createJob(t, in.db, &chronos.Job{TargetURL: tg.URL})
+	run := in.trigger(t, job.ID)
+	eventually(t, 5*time.Second, "the call in flight", func() bool { return tg.inFlight.Load() == 1 })
+
+	// Another worker takes the run over, as after a reclaim and a new claim.
+	if _, err := in.db.Pool.Exec(context.Background(),
+		`UPDATE job_runs SET leased_by = 'thief', attempt_count = attempt_count + 1,
+		        leased_until = now() + interval '1 hour' WHERE id = $1`, run.ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call was not cancelled after the lease was lost")
+	}
+	select {
+	case e := <-lost.C():
+		if e.RunID != run.ID {
+			t.Errorf("lease lost for run %d, want %d", e.RunID, run.ID)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no EventLeaseLost")
+	}
+	got := runOf(t, in.db, run.ID)
+	if got.Status != chronos.StatusRunning || got.LeasedBy == nil || *got.LeasedBy != "thief" {
+		t.Errorf("run is %s leased by %v; the stale worker must not touch it", got.Status, got.LeasedBy)
+	}
+}
