@@ -1,0 +1,68 @@
+package tests
+
+// Helpers of the state-machine ticket tests (06, 10, 11, 12, 20), which
+// drive package sql directly. Prefix: sm.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
+)
+
+// smJob creates an enabled job on a schedule that will not fire during
+// the test (unless the test moves next_run_at).
+func smJob(t *testing.T, db *sql.DB, expr string, maxRetries int, overlap chronos.OverlapPolicy) *chronos.Job {
+	t.Helper()
+	j := &chronos.Job{Name: "ticket", CronExpr: &expr, TargetURL: "http://127.0.0.1:9/hook", Enabled: true,
+		MaxRetries: maxRetries, Overlap: overlap}
+	if err := db.CreateJob(context.Background(), j); err != nil {
+		t.Fatalf("create job: %v", err)
+	}
+	return j
+}
+
+func smRun(t *testing.T, db *sql.DB, id int64) *chronos.Run {
+	t.Helper()
+	r, err := db.Run(context.Background(), id)
+	if err != nil {
+		t.Fatalf("get run %d: %v", id, err)
+	}
+	return r
+}
+
+func smClaim(t *testing.T, db *sql.DB, worker string, lease time.Duration) sql.Claimed {
+	t.Helper()
+	c, err := db.Claim(context.Background(), worker, 1, lease)
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if len(c) != 1 {
+		t.Fatalf("%s claimed %d runs, want 1", worker, len(c))
+	}
+	return c[0]
+}
+
+// smWaitExpired polls until the run's lease has passed by the database's
+// clock (the one the reaper compares with).
+func smWaitExpired(t *testing.T, db *sql.DB, runID int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var expired bool
+		err := db.Pool.QueryRow(context.Background(),
+			"SELECT leased_until < now() FROM job_runs WHERE id = $1", runID).Scan(&expired)
+		if err != nil {
+			t.Fatalf("lease of run %d: %v", runID, err)
+		}
+		if expired {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease of run %d never expired", runID)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
