@@ -1,0 +1,130 @@
+package http
+
+import (
+	"context"
+	nethttp "net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos"
+)
+
+func TestHealthz(t *testing.T) {
+	t.Parallel()
+	e := newEnvDB(t, nil) // no database needed
+	w := e.doKey("GET", "/healthz", nil, "")
+	wantStatus(t, w, nethttp.StatusOK)
+	if decode[map[string]string](t, w)["status"] != "ok" {
+		t.Fatalf("body %s", w.Body.String())
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.probe.leader.Store(true)
+	w := e.doKey("GET", "/readyz", nil, "")
+	wantStatus(t, w, nethttp.StatusOK)
+	r := decode[readiness](t, w)
+	if r.Status != "ok" || r.Database != "ok" || r.Listener != "connected" || !r.Leader.Self || r.Auth != "api_keys" || r.Instance != "test-1" {
+		t.Fatalf("readiness %+v", r)
+	}
+
+	e.probe.connected.Store(false)
+	w = e.doKey("GET", "/readyz", nil, "")
+	wantStatus(t, w, nethttp.StatusServiceUnavailable)
+	if r := decode[readiness](t, w); r.Listener != "disconnected" || r.Status != "unavailable" {
+		t.Fatalf("readiness %+v", r)
+	}
+
+	open := newEnvDB(t, e.db, func(c *Config) { c.AuthDisabled = true; c.APIKeys = nil })
+	if r := decode[readiness](t, open.doKey("GET", "/readyz", nil, "")); r.Auth != "disabled" {
+		t.Fatalf("readiness %+v", r)
+	}
+
+	// A database that does not answer makes the instance unready.
+	e.probe.connected.Store(true)
+	down := newEnvDB(t, e.db)
+	down.db = nil
+	closed := sqlClosed(t)
+	down.srv.db = closed
+	w = down.doKey("GET", "/readyz", nil, "")
+	wantStatus(t, w, nethttp.StatusServiceUnavailable)
+	if r := decode[readiness](t, w); r.Database != "unreachable" {
+		t.Fatalf("readiness %+v", r)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.srv.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	e.probe.leader.Store(true)
+	now := time.Now()
+	sched, created := now.Add(-3*time.Millisecond), now.Add(-2*time.Millisecond)
+	// Wait until the consumer is subscribed: its events then count.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(e.scrape(), "chronos_listener_reconnects_total 1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics consumer not running:\n%s", e.scrape())
+		}
+		e.bus.Publish(chronos.Event{Type: chronos.EventResync})
+		time.Sleep(5 * time.Millisecond)
+		if strings.Contains(e.scrape(), "chronos_listener_reconnects_total 1") {
+			break
+		}
+	}
+	e.bus.Publish(chronos.Event{Type: chronos.EventAttempted, Status: chronos.StatusSucceeded, Attempt: 1, DurationMS: 12,
+		Trigger: chronos.TriggerSchedule, ScheduledAt: &sched, StartedAt: &now})
+	e.bus.Publish(chronos.Event{Type: chronos.EventAttempted, Status: chronos.StatusDead, Attempt: 1, DurationMS: 3,
+		Trigger: chronos.TriggerManual, CreatedAt: &created, StartedAt: &now})
+	e.bus.Publish(chronos.Event{Type: chronos.EventClaimed, Count: 7})
+	want := []string{
+		`chronos_runs_total{status="succeeded"} 1`,
+		`chronos_runs_total{status="dead"} 1`,
+		`chronos_attempt_duration_seconds_count 2`,
+		`chronos_schedule_lag_seconds_count 1`,
+		`chronos_trigger_to_start_seconds_count 1`,
+		`chronos_claim_batch_size_sum 7`,
+		`chronos_leader 1`,
+		`chronos_listener_connected 1`,
+		`chronos_bus_dropped_events_total`,
+		`chronos_bus_published_events_total`,
+		`chronos_http_requests_total{code="200",method="GET",route="/metrics"}`,
+		`go_goroutines`,
+		`process_`,
+	}
+	for {
+		body := e.scrape()
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics lack %q:\n%s", missing, body)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (e *env) scrape() string {
+	e.t.Helper()
+	w := e.doKey("GET", "/metrics", nil, "")
+	wantStatus(e.t, w, nethttp.StatusOK)
+	return w.Body.String()
+}

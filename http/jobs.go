@@ -1,0 +1,208 @@
+package http
+
+import (
+	nethttp "net/http"
+	"reflect"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
+)
+
+// jobList is the body of GET /v1/jobs.
+type jobList struct {
+	Jobs       []*chronos.Job `json:"jobs"`
+	NextCursor *string        `json:"next_cursor"`
+}
+
+// newJob builds the job a create request describes. The body has the
+// shape of a PATCH (chronos.JobUpdate) applied to a job holding the
+// defaults, which gives one set of rules for both: an absent field takes
+// its default, an explicit value (even 0) is validated as given, null on a
+// field that cannot be null is a 400.
+func newJob(u *chronos.JobUpdate) (*chronos.Job, error) {
+	var j chronos.Job
+	j.ApplyDefaults()
+	j.MaxRetries = chronos.DefaultMaxRetries
+	j.Enabled = true
+	if _, err := u.Apply(&j); err != nil {
+		return nil, err
+	}
+	if j.Timezone == "" {
+		j.Timezone = "UTC"
+	}
+	if j.Headers == nil {
+		j.Headers = map[string]string{}
+	}
+	// As in ApplyDefaults: the default cap never undercuts a larger base.
+	if !u.BackoffMaxSeconds.Set && j.BackoffMaxSeconds < j.BackoffBaseSeconds {
+		j.BackoffMaxSeconds = j.BackoffBaseSeconds
+	}
+	if err := j.Validate(); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}
+
+// createJob is POST /v1/jobs.
+func (s *Server) createJob(c *gin.Context) {
+	if _, err := parseQuery(c); err != nil {
+		s.fail(c, err)
+		return
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if len(trimSpace(body)) == 0 {
+		s.fail(c, invalid("body", "a JSON object describing the job is required"))
+		return
+	}
+	var u chronos.JobUpdate
+	if _, err := decodeObject(body, &u); err != nil {
+		s.fail(c, err)
+		return
+	}
+	j, err := newJob(&u)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.db.CreateJob(c.Request.Context(), j); err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Header("Location", "/v1/jobs/"+itoa64(j.ID))
+	c.JSON(nethttp.StatusCreated, jobUTC(j))
+}
+
+// listJobs is GET /v1/jobs.
+func (s *Server) listJobs(c *gin.Context) {
+	q, err := parseQuery(c, "enabled", "limit", "cursor")
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	f := sql.JobFilter{Cursor: q["cursor"]}
+	if f.Enabled, err = parseBool(q, "enabled"); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if f.Limit, err = parseLimit(q); err != nil {
+		s.fail(c, err)
+		return
+	}
+	jobs, next, err := s.db.Jobs(c.Request.Context(), f)
+	if err != nil {
+		s.fail(c, cursorError(err, f.Cursor))
+		return
+	}
+	out := jobList{Jobs: make([]*chronos.Job, 0, len(jobs))}
+	for _, j := range jobs {
+		out.Jobs = append(out.Jobs, jobUTC(j))
+	}
+	if next != "" {
+		out.NextCursor = &next
+	}
+	c.JSON(nethttp.StatusOK, out)
+}
+
+// getJob is GET /v1/jobs/{id}.
+func (s *Server) getJob(c *gin.Context) {
+	id, err := s.idAndNoQuery(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	j, err := s.db.Job(c.Request.Context(), id)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(nethttp.StatusOK, jobUTC(j))
+}
+
+// updateJob is PATCH /v1/jobs/{id}: a true partial update. An empty body
+// or {} changes nothing and returns the job as stored.
+func (s *Server) updateJob(c *gin.Context) {
+	id, err := s.idAndNoQuery(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	var u chronos.JobUpdate
+	n := 0
+	if len(trimSpace(body)) > 0 {
+		if n, err = decodeObject(body, &u); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
+	var j *chronos.Job
+	if n == 0 || !anySet(&u) {
+		j, err = s.db.Job(c.Request.Context(), id)
+	} else {
+		j, err = s.db.UpdateJob(c.Request.Context(), id, &u)
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(nethttp.StatusOK, jobUTC(j))
+}
+
+// deleteJob is DELETE /v1/jobs/{id}.
+func (s *Server) deleteJob(c *gin.Context) {
+	id, err := s.idAndNoQuery(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.db.DeleteJob(c.Request.Context(), id); err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Status(nethttp.StatusNoContent)
+}
+
+// idAndNoQuery reads :id of a route that takes no query parameters.
+func (s *Server) idAndNoQuery(c *gin.Context) (int64, error) {
+	id, err := parseID(c)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := parseQuery(c); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// anySet reports whether any field of a JobUpdate is Set. Reflection keeps
+// it right when fields are added to JobUpdate.
+func anySet(u *chronos.JobUpdate) bool {
+	v := reflect.ValueOf(u).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		if f := v.Field(i).FieldByName("Set"); f.IsValid() && f.Bool() {
+			return true
+		}
+	}
+	return false
+}
+
+// jobUTC puts every time of a job in UTC for the wire, whatever zone the
+// driver handed back.
+func jobUTC(j *chronos.Job) *chronos.Job {
+	c := *j
+	c.RunAt = utcPtr(j.RunAt)
+	c.NextRunAt = utcPtr(j.NextRunAt)
+	c.CreatedAt = j.CreatedAt.UTC()
+	c.UpdatedAt = j.UpdatedAt.UTC()
+	return &c
+}

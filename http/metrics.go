@@ -1,0 +1,172 @@
+package http
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/bus"
+)
+
+// latencyBuckets cover a millisecond-scale scheduler: 0.5 ms to a minute.
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
+
+// metrics are one Server's Prometheus collectors, on a private registry so
+// that many servers (tests, one process) never collide.
+//
+// Families:
+//
+//	chronos_runs_total{status}                 attempts finished, by the run's resulting status:
+//	                                           succeeded, pending (a retry is scheduled), dead
+//	chronos_attempt_duration_seconds           duration of delivery attempts
+//	chronos_schedule_lag_seconds               first-attempt start minus scheduled instant (trigger=schedule)
+//	chronos_trigger_to_start_seconds           first-attempt start minus run creation (trigger=manual)
+//	chronos_claim_batch_size                   runs per dispatcher claim
+//	chronos_bus_dropped_events_total           events lost by slow bus subscribers
+//	chronos_bus_published_events_total         events published on the bus
+//	chronos_leader                             1 while this instance leads
+//	chronos_listener_connected                 1 while the LISTEN connection is up
+//	chronos_listener_reconnects_total          listener (re)connections (resync events)
+//	chronos_http_requests_total{method,route,code}
+//	chronos_http_request_duration_seconds{route}
+//
+// plus the Go runtime and process collectors.
+type metrics struct {
+	reg            *prometheus.Registry
+	runs           *prometheus.CounterVec
+	attemptSeconds prometheus.Histogram
+	scheduleLag    prometheus.Histogram
+	triggerStart   prometheus.Histogram
+	claimBatch     prometheus.Histogram
+	reconnects     prometheus.Counter
+	requests       *prometheus.CounterVec
+	requestSeconds *prometheus.HistogramVec
+}
+
+func newMetrics(b *bus.Bus, probe Probe) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_runs_total",
+			Help: "Delivery attempts finished, by the run's resulting status (succeeded; pending: a retry is scheduled; dead)."},
+			[]string{"status"}),
+		attemptSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_attempt_duration_seconds",
+			Help: "Duration of delivery attempts.", Buckets: latencyBuckets}),
+		scheduleLag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_schedule_lag_seconds",
+			Help: "Start of a scheduled run's first attempt minus its scheduled instant.", Buckets: latencyBuckets}),
+		triggerStart: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_trigger_to_start_seconds",
+			Help: "Start of a manually triggered run's first attempt minus the run's creation.", Buckets: latencyBuckets}),
+		claimBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_claim_batch_size",
+			Help: "Runs claimed per dispatcher claim.", Buckets: []float64{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000}}),
+		reconnects: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_listener_reconnects_total",
+			Help: "LISTEN connections (re)established (resync events)."}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_http_requests_total",
+			Help: "API requests by method, route and status code."}, []string{"method", "route", "code"}),
+		requestSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "chronos_http_request_duration_seconds",
+			Help: "API request durations by route.", Buckets: latencyBuckets}, []string{"route"}),
+	}
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.runs, m.attemptSeconds, m.scheduleLag, m.triggerStart, m.claimBatch, m.reconnects,
+		m.requests, m.requestSeconds,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronos_bus_dropped_events_total",
+			Help: "Events lost by bus subscribers that fell behind."}, func() float64 { return float64(b.Dropped()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronos_bus_published_events_total",
+			Help: "Events published on the bus."}, func() float64 { return float64(b.Published()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_leader",
+			Help: "1 while this instance holds the leadership lock."}, func() float64 { return boolFloat(probe.IsLeader()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_listener_connected",
+			Help: "1 while the LISTEN connection is up."}, func() float64 { return boolFloat(probe.ListenerConnected()) }),
+	)
+	// Status labels known up front, so the families show from the start.
+	for _, s := range []chronos.RunStatus{chronos.StatusSucceeded, chronos.StatusPending, chronos.StatusDead} {
+		m.runs.WithLabelValues(string(s))
+	}
+	return m
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// metricEvents are the bus events the metrics consume.
+func metricEvents(e chronos.Event) bool {
+	return e.Type == chronos.EventAttempted || e.Type == chronos.EventClaimed || e.Type == chronos.EventResync
+}
+
+// consume feeds the metrics from the bus until ctx ends.
+func (m *metrics) consume(ctx context.Context, b *bus.Bus) {
+	sub := b.Subscribe(4096, metricEvents)
+	defer sub.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-sub.C():
+			if !ok {
+				return
+			}
+			m.observe(e)
+		}
+	}
+}
+
+// observe records one event.
+func (m *metrics) observe(e chronos.Event) {
+	switch e.Type {
+	case chronos.EventAttempted:
+		if e.Status != "" {
+			m.runs.WithLabelValues(string(e.Status)).Inc()
+		}
+		if e.DurationMS > 0 {
+			m.attemptSeconds.Observe(e.DurationMS / 1000)
+		}
+		// Only first attempts: a retry starts late by design (backoff).
+		if e.StartedAt == nil || e.Attempt > 1 {
+			return
+		}
+		switch {
+		case e.Trigger == chronos.TriggerSchedule && e.ScheduledAt != nil:
+			m.scheduleLag.Observe(nonNegative(e.StartedAt.Sub(*e.ScheduledAt)))
+		case e.Trigger == chronos.TriggerManual && e.CreatedAt != nil:
+			m.triggerStart.Observe(nonNegative(e.StartedAt.Sub(*e.CreatedAt)))
+		}
+	case chronos.EventClaimed:
+		m.claimBatch.Observe(float64(e.Count))
+	case chronos.EventResync:
+		m.reconnects.Inc()
+	}
+}
+
+// nonNegative clamps clock skew between database and process to zero.
+func nonNegative(d time.Duration) float64 { return max(d, 0).Seconds() }
+
+// observeRequest records one API request. route is the gin pattern, so
+// the label set stays bounded whatever paths clients send.
+func (m *metrics) observeRequest(method, route string, status int, d time.Duration) {
+	if route == "" {
+		route = "unmatched"
+	}
+	switch method {
+	case "GET", "POST", "PATCH", "DELETE", "PUT", "HEAD", "OPTIONS":
+	default:
+		method = "other" // clients choose methods freely; keep the label bounded
+	}
+	m.requests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
+	m.requestSeconds.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// metricsHandler is GET /metrics.
+func (s *Server) metricsHandler() gin.HandlerFunc {
+	h := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg})
+	return gin.WrapH(h)
+}

@@ -1,0 +1,19 @@
+package http
+
+import (
+	_ "embed"
+	nethttp "net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+// OpenAPI is the OpenAPI 3 document of the API, served at /openapi.yaml.
+// openapi_test.go fails when it and the router disagree on a route.
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// openapi is GET /openapi.yaml.
+func (s *Server) openapi(c *gin.Context) {
+	c.Data(nethttp.StatusOK, "application/yaml", OpenAPI)
+}

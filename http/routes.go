@@ -1,0 +1,83 @@
+package http
+
+import (
+	nethttp "net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/chronoshq/chronos"
+)
+
+// routes builds the gin engine. Every route here must also be in
+// openapi.yaml (openapi_test.go checks both ways).
+func (s *Server) routes() *gin.Engine {
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	// Do not trust X-Forwarded-For from anyone: the API sits behind
+	// whatever the operator chose, and ClientIP is only used for logs.
+	_ = e.SetTrustedProxies(nil)
+	e.Use(s.requestID, s.recovery, s.logRequests, s.limitBody)
+	e.NoRoute(func(c *gin.Context) {
+		s.fail(c, chronos.Errorf(chronos.ENOTFOUND, "no route %s %s", c.Request.Method, c.Request.URL.Path))
+	})
+	e.NoMethod(func(c *gin.Context) {
+		c.Header("Allow", allowedMethods(e, c))
+		writeEnvelope(c, nethttp.StatusMethodNotAllowed, &chronos.Error{Code: "method_not_allowed",
+			Message: "method " + c.Request.Method + " not allowed on " + c.Request.URL.Path})
+	})
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.metricsHandler())
+	e.GET("/openapi.yaml", s.openapi)
+
+	v1 := e.Group("/v1", s.authenticate)
+	v1.POST("/jobs", s.createJob)
+	v1.GET("/jobs", s.listJobs)
+	v1.GET("/jobs/:id", s.getJob)
+	v1.PATCH("/jobs/:id", s.updateJob)
+	v1.DELETE("/jobs/:id", s.deleteJob)
+	v1.POST("/jobs/:id/trigger", s.triggerJob)
+	v1.GET("/jobs/:id/runs", s.listRuns)
+	v1.GET("/runs/:id", s.getRun)
+	v1.POST("/runs/:id/redrive", s.redriveRun)
+	v1.GET("/events", s.events)
+	return e
+}
+
+// allowedMethods lists the methods registered for the request's path, for
+// the Allow header of a 405.
+func allowedMethods(e *gin.Engine, c *gin.Context) string {
+	out := ""
+	for _, m := range []string{nethttp.MethodGet, nethttp.MethodPost, nethttp.MethodPatch, nethttp.MethodDelete} {
+		for _, r := range e.Routes() {
+			if r.Method == m && pathMatches(r.Path, c.Request.URL.Path) {
+				if out != "" {
+					out += ", "
+				}
+				out += m
+				break
+			}
+		}
+	}
+	return out
+}
+
+// pathMatches reports whether a concrete path fits a gin pattern with
+// :params (no wildcards are used here).
+func pathMatches(pattern, path string) bool {
+	ps, xs := strings.Split(strings.Trim(pattern, "/"), "/"), strings.Split(strings.Trim(path, "/"), "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i := range ps {
+		if len(ps[i]) > 0 && ps[i][0] == ':' {
+			continue
+		}
+		if ps[i] != xs[i] {
+			return false
+		}
+	}
+	return true
+}

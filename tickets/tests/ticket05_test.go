@@ -1,0 +1,90 @@
+package tests
+
+import (
+	"encoding/json"
+	nethttp "net/http"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestTicket05PatchWithoutEnabled: PATCH {"cron_expr": ...} reschedules
+// (next_run_at recomputed) and leaves enabled, and every other absent
+// field, as it was.
+func TestTicket05PatchWithoutEnabled(t *testing.T) {
+	t.Parallel()
+	a := newAPIServer(t)
+	for _, enabled := range []bool{true, false} {
+		body := map[string]any{
+			"name": "full", "cron_expr": "0 3 * * *", "timezone": "Europe/Berlin",
+			"target_url": "http://127.0.0.1:9/full", "method": "PUT", "headers": map[string]string{"X-Env": "prod"},
+			"payload": map[string]any{"report": "daily"}, "timeout_seconds": 12, "max_retries": 7,
+			"backoff": "linear", "backoff_base_seconds": 3, "backoff_max_seconds": 90, "overlap": "skip",
+			"enabled": enabled,
+		}
+		created := a.createJob(body)
+		path := "/v1/jobs/" + apiItoa(created.ID)
+		before := apiDecode[map[string]any](t, a.call("GET", path, nil).want(t, nethttp.StatusOK))
+
+		after := apiDecode[map[string]any](t, a.call("PATCH", path, map[string]any{"cron_expr": "30 5 * * *"}).want(t, nethttp.StatusOK))
+		if after["cron_expr"] != "30 5 * * *" {
+			t.Fatalf("cron_expr not updated: %v", after)
+		}
+		if after["enabled"] != enabled {
+			t.Fatalf("PATCH without enabled turned enabled=%v into %v", enabled, after["enabled"])
+		}
+		for k, v := range before {
+			switch k {
+			case "cron_expr", "next_run_at", "updated_at":
+				continue
+			}
+			if !reflect.DeepEqual(after[k], v) {
+				t.Fatalf("absent field %q changed: %v -> %v", k, v, after[k])
+			}
+		}
+		// A GET shows what the PATCH returned.
+		stored := apiDecode[map[string]any](t, a.call("GET", path, nil).want(t, nethttp.StatusOK))
+		if !reflect.DeepEqual(stored, after) {
+			t.Fatalf("stored %v\n  != returned %v", stored, after)
+		}
+		if enabled {
+			// next_run_at is recomputed for the new schedule: 05:30 Berlin.
+			next, err := time.Parse(time.RFC3339, stored["next_run_at"].(string))
+			if err != nil {
+				t.Fatalf("next_run_at %v: %v", stored["next_run_at"], err)
+			}
+			berlin, _ := time.LoadLocation("Europe/Berlin")
+			if b := next.In(berlin); b.Hour() != 5 || b.Minute() != 30 || !next.After(time.Now()) || next.After(time.Now().Add(25*time.Hour)) {
+				t.Fatalf("next_run_at %v (%v Berlin) is not the next 05:30 Berlin", next, b)
+			}
+		}
+	}
+
+	// Each field independently: changing one leaves the rest.
+	j := a.createJob(apiJobBody("independent"))
+	path := "/v1/jobs/" + apiItoa(j.ID)
+	for _, patch := range []map[string]any{
+		{"enabled": false}, {"target_url": "http://127.0.0.1:9/other"}, {"max_retries": 0},
+		{"overlap": "queue_one"}, {"backoff": "linear"}, {"payload": json.RawMessage(`[1,2]`)}, {"enabled": true},
+	} {
+		before := apiDecode[map[string]any](t, a.call("GET", path, nil).want(t, nethttp.StatusOK))
+		after := apiDecode[map[string]any](t, a.call("PATCH", path, patch).want(t, nethttp.StatusOK))
+		for k, v := range before {
+			if _, patched := patch[k]; patched || k == "updated_at" || k == "next_run_at" {
+				continue
+			}
+			if !reflect.DeepEqual(after[k], v) {
+				t.Fatalf("PATCH %v changed %q: %v -> %v", patch, k, v, after[k])
+			}
+		}
+	}
+
+	// An empty PATCH is a no-op.
+	before := a.call("GET", path, nil).want(t, nethttp.StatusOK)
+	for _, empty := range []any{nil, "{}"} {
+		got := a.call("PATCH", path, empty).want(t, nethttp.StatusOK)
+		if string(got.Body) != string(before.Body) {
+			t.Fatalf("empty PATCH changed the job:\n%s\n%s", before.Body, got.Body)
+		}
+	}
+}
