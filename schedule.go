@@ -74,6 +74,9 @@ func (c *cronSpec) nextAfter(loc *time.Location, after time.Time) (time.Time, er
 		}
 		t, zoneEndWall := resolveWall(due, loc)
 		if t.After(after) {
+			if t.UTC().Year() > cronMaxYear {
+				return time.Time{}, ErrNeverFires
+			}
 			return t.UTC(), nil
 		}
 		// The first occurrence of this wall time is not after `after`:

@@ -1,0 +1,180 @@
+package chronos
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func validJob() *Job {
+	j := &Job{
+		Name:      "nightly-report",
+		CronExpr:  ptr("0 3 * * *"),
+		Timezone:  "Europe/Berlin",
+		TargetURL: "https://example.com/hooks/report",
+		Payload:   json.RawMessage(`{"report":"daily"}`),
+	}
+	j.ApplyDefaults()
+	return j
+}
+
+func TestApplyDefaults(t *testing.T) {
+	t.Parallel()
+	j := &Job{Method: "put"}
+	j.ApplyDefaults()
+	if j.Timezone != "UTC" || j.Method != "PUT" || j.Headers == nil || j.TimeoutSeconds != DefaultTimeoutSeconds ||
+		j.Backoff != BackoffExponential || j.BackoffBaseSeconds != DefaultBackoffBaseSeconds ||
+		j.BackoffMaxSeconds != DefaultBackoffMaxSeconds || j.Overlap != OverlapAllow || j.Enabled {
+		t.Fatalf("defaults not applied as documented: %+v", j)
+	}
+	j = &Job{}
+	j.ApplyDefaults()
+	if j.Method != "POST" {
+		t.Fatalf("default method %q", j.Method)
+	}
+	// A base above the default cap raises the default cap.
+	j = &Job{BackoffBaseSeconds: 1000}
+	j.ApplyDefaults()
+	if j.BackoffMaxSeconds != 1000 {
+		t.Fatalf("cap %v below base", j.BackoffMaxSeconds)
+	}
+}
+
+func TestJobValidateAcceptsValid(t *testing.T) {
+	t.Parallel()
+	if err := validJob().Validate(); err != nil {
+		t.Fatalf("valid job rejected: %v", err)
+	}
+	j := validJob()
+	j.CronExpr = nil
+	j.RunAt = ptr(time.Now().Add(time.Hour))
+	if err := j.Validate(); err != nil {
+		t.Fatalf("valid one-shot rejected: %v", err)
+	}
+	j = validJob()
+	j.Headers = map[string]string{"X-Env": "prod", "Authorization": "Bearer x"}
+	j.Method = "DELETE"
+	j.Overlap = OverlapQueueOne
+	j.Backoff = BackoffLinear
+	j.Payload = nil
+	if err := j.Validate(); err != nil {
+		t.Fatalf("valid job rejected: %v", err)
+	}
+}
+
+func TestJobValidateRejects(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		mutate func(j *Job)
+		fields []string
+	}{
+		{"missing name", func(j *Job) { j.Name = " " }, []string{"name"}},
+		{"long name", func(j *Job) { j.Name = strings.Repeat("n", MaxNameLength+1) }, []string{"name"}},
+		{"both cron and run_at", func(j *Job) { j.RunAt = ptr(time.Now()) }, []string{"cron_expr", "run_at"}},
+		{"neither cron nor run_at", func(j *Job) { j.CronExpr = nil }, []string{"cron_expr", "run_at"}},
+		{"bad cron", func(j *Job) { j.CronExpr = ptr("61 * * * *") }, []string{"cron_expr"}},
+		{"never-firing cron", func(j *Job) { j.CronExpr = ptr("0 0 30 2 *") }, []string{"cron_expr"}},
+		{"bad time zone", func(j *Job) { j.Timezone = "Mars/Olympus_Mons" }, []string{"timezone"}},
+		{"path-like time zone", func(j *Job) { j.Timezone = "../../etc/passwd" }, []string{"timezone"}},
+		{"missing url", func(j *Job) { j.TargetURL = "" }, []string{"target_url"}},
+		{"ftp url", func(j *Job) { j.TargetURL = "ftp://example.com/x" }, []string{"target_url"}},
+		{"relative url", func(j *Job) { j.TargetURL = "/hooks" }, []string{"target_url"}},
+		{"credentials in url", func(j *Job) { j.TargetURL = "https://u:p@example.com/" }, []string{"target_url"}},
+		{"metadata url", func(j *Job) { j.TargetURL = "http://169.254.169.254/latest/meta-data" }, []string{"target_url"}},
+		{"metadata url v4-in-v6", func(j *Job) { j.TargetURL = "http://[::ffff:169.254.169.254]/" }, []string{"target_url"}},
+		{"long url", func(j *Job) { j.TargetURL = "https://example.com/" + strings.Repeat("a", MaxURLLength) }, []string{"target_url"}},
+		{"bad method", func(j *Job) { j.Method = "TRACE" }, []string{"method"}},
+		{"reserved header", func(j *Job) { j.Headers = map[string]string{"X-Chronos-Run-Id": "1"} }, []string{"headers"}},
+		{"host header", func(j *Job) { j.Headers = map[string]string{"Host": "evil"} }, []string{"headers"}},
+		{"bad header name", func(j *Job) { j.Headers = map[string]string{"Bad Name": "x"} }, []string{"headers"}},
+		{"header injection", func(j *Job) { j.Headers = map[string]string{"X-A": "a\r\nX-B: b"} }, []string{"headers"}},
+		{"invalid payload", func(j *Job) { j.Payload = json.RawMessage(`{"a":`) }, []string{"payload"}},
+		{"huge payload", func(j *Job) {
+			j.Payload = json.RawMessage(`"` + strings.Repeat("a", MaxPayloadBytes) + `"`)
+		}, []string{"payload"}},
+		{"zero timeout", func(j *Job) { j.TimeoutSeconds = 0 }, []string{"timeout_seconds"}},
+		{"long timeout", func(j *Job) { j.TimeoutSeconds = MaxTimeoutSeconds + 1 }, []string{"timeout_seconds"}},
+		{"negative retries", func(j *Job) { j.MaxRetries = -1 }, []string{"max_retries"}},
+		{"too many retries", func(j *Job) { j.MaxRetries = MaxMaxRetries + 1 }, []string{"max_retries"}},
+		{"bad backoff", func(j *Job) { j.Backoff = "fibonacci" }, []string{"backoff"}},
+		{"zero base", func(j *Job) { j.BackoffBaseSeconds = 0 }, []string{"backoff_base_seconds"}},
+		{"cap below base", func(j *Job) { j.BackoffBaseSeconds = 10; j.BackoffMaxSeconds = 5 }, []string{"backoff_max_seconds"}},
+		{"huge cap", func(j *Job) { j.BackoffMaxSeconds = MaxBackoffSeconds + 1 }, []string{"backoff_max_seconds"}},
+		{"bad overlap", func(j *Job) { j.Overlap = "sometimes" }, []string{"overlap"}},
+		{"several at once", func(j *Job) { j.Name = ""; j.Method = "BREW" }, []string{"name", "method"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			j := validJob()
+			tc.mutate(j)
+			err := j.Validate()
+			if err == nil {
+				t.Fatal("Validate accepted an invalid job")
+			}
+			if code := ErrorCode(err); code != EINVALID {
+				t.Fatalf("code %q, want %q", code, EINVALID)
+			}
+			e := err.(*Error)
+			for _, f := range tc.fields {
+				if e.Fields[f] == "" {
+					t.Fatalf("error %v does not name field %q", err, f)
+				}
+			}
+			if len(e.Fields) != len(tc.fields) {
+				t.Fatalf("error names %v, want exactly %v", e.Fields, tc.fields)
+			}
+		})
+	}
+}
+
+func TestLoadTimezone(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"", "UTC", "America/New_York", "Europe/Berlin"} {
+		if _, err := LoadTimezone(name); err != nil {
+			t.Errorf("LoadTimezone(%q): %v", name, err)
+		}
+	}
+	for _, name := range []string{"Nowhere/City", "/etc/localtime", "../UTC", strings.Repeat("A", 65), "UTC\x00"} {
+		if _, err := LoadTimezone(name); err == nil {
+			t.Errorf("LoadTimezone(%q) accepted", name)
+		}
+	}
+}
+
+func TestJobLocation(t *testing.T) {
+	t.Parallel()
+	if (&Job{}).Location() != time.UTC || (&Job{Timezone: "Bogus/Zone"}).Location() != time.UTC {
+		t.Fatal("unset or unknown zone is not UTC")
+	}
+	if got := (&Job{Timezone: "Asia/Tokyo"}).Location().String(); got != "Asia/Tokyo" {
+		t.Fatalf("Location = %s", got)
+	}
+}
+
+func TestJobJSONWireForm(t *testing.T) {
+	t.Parallel()
+	j := validJob()
+	b, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"id", "name", "cron_expr", "run_at", "timezone", "target_url", "method", "headers",
+		"payload", "timeout_seconds", "max_retries", "backoff", "backoff_base_seconds", "backoff_max_seconds",
+		"overlap", "enabled", "next_run_at", "created_at", "updated_at"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("wire form lacks %q", k)
+		}
+	}
+	if m["run_at"] != nil || m["next_run_at"] != nil {
+		t.Errorf("unset times must be null: %v %v", m["run_at"], m["next_run_at"])
+	}
+}
