@@ -112,7 +112,10 @@ func resolveWall(w time.Time, loc *time.Location) (time.Time, time.Time) {
 	wu := w.Unix()
 	t := time.Unix(wu-window, 0).In(loc)
 	prevOff, havePrev := 0, false
-	for {
+	// Real zones have a few periods in 52 hours; the bound and the progress
+	// check below guard against ZoneBounds not advancing (seen near year
+	// 9992 in America/New_York: end == t).
+	for range 32 {
 		start, end := t.ZoneBounds()
 		_, off := t.Zone()
 		cand := wu - int64(off)
@@ -130,7 +133,7 @@ func resolveWall(w time.Time, loc *time.Location) (time.Time, time.Time) {
 		if havePrev && !afterStart && wu-int64(prevOff) >= start.Unix() {
 			return start, time.Time{}
 		}
-		if end.IsZero() || end.Unix() > wu+window {
+		if end.IsZero() || end.Unix() > wu+window || !end.After(t) {
 			break
 		}
 		prevOff, havePrev = off, true
