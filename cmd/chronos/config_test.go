@@ -1,0 +1,158 @@
+package main
+
+import (
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+const goodDSN = "postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable"
+
+func TestLoadServeConfigDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": "k1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := serveConfig{
+		DatabaseURL:            goodDSN,
+		DatabaseConnectTimeout: 10 * time.Second,
+		HTTPAddr:               ":8080",
+		WorkerConcurrency:      32,
+		IdlePollInterval:       3 * time.Second,
+		LeaseDuration:          30 * time.Second,
+		LeaderPollInterval:     time.Second,
+		ReaperInterval:         5 * time.Second,
+		RunRetention:           168 * time.Hour,
+		ShutdownTimeout:        25 * time.Second,
+		APIKeys:                []string{"k1"},
+		LogLevel:               slog.LevelInfo,
+		LogFormat:              c.LogFormat, // depends on whether stderr is a terminal
+		InstanceID:             c.InstanceID,
+		MigrateOnStart:         true,
+	}
+	if !reflect.DeepEqual(*c, want) {
+		t.Errorf("defaults:\n got %+v\nwant %+v", *c, want)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		t.Errorf("LogFormat = %q", c.LogFormat)
+	}
+	if len(c.InstanceID) < 8 || len(c.InstanceID) > maxInstanceID || !strings.Contains(c.InstanceID, "-") {
+		t.Errorf("default InstanceID = %q, want hostname-<random>", c.InstanceID)
+	}
+	c2, _ := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": "k1"}))
+	if c2.InstanceID == c.InstanceID {
+		t.Errorf("two default instance ids are both %q", c.InstanceID)
+	}
+}
+
+func TestLoadServeConfigValues(t *testing.T) {
+	t.Parallel()
+	c, err := loadServeConfig(mapEnv(map[string]string{
+		"DATABASE_URL":             "host=db user=chronos dbname=chronos",
+		"DATABASE_CONNECT_TIMEOUT": "2s",
+		"HTTP_ADDR":                "127.0.0.1:0",
+		"WORKER_CONCURRENCY":       " 5 ",
+		"IDLE_POLL_INTERVAL":       "1m",
+		"LEASE_DURATION":           "10s",
+		"LEADER_POLL_INTERVAL":     "250ms",
+		"REAPER_INTERVAL":          "2s",
+		"RUN_RETENTION":            "24h",
+		"SHUTDOWN_TIMEOUT":         "3s",
+		"API_KEYS":                 " a, b ,,c ",
+		"AUTH_DISABLED":            "false",
+		"SIGNING_SECRET":           "s3cret",
+		"ALLOW_PRIVATE_TARGETS":    "true",
+		"LOG_LEVEL":                "DEBUG",
+		"LOG_FORMAT":               "Text",
+		"INSTANCE_ID":              "chronos-1",
+		"MIGRATE_ON_START":         "0",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := serveConfig{
+		DatabaseURL:            "host=db user=chronos dbname=chronos",
+		DatabaseConnectTimeout: 2 * time.Second,
+		HTTPAddr:               "127.0.0.1:0",
+		WorkerConcurrency:      5,
+		IdlePollInterval:       time.Minute,
+		LeaseDuration:          10 * time.Second,
+		LeaderPollInterval:     250 * time.Millisecond,
+		ReaperInterval:         2 * time.Second,
+		RunRetention:           24 * time.Hour,
+		ShutdownTimeout:        3 * time.Second,
+		APIKeys:                []string{"a", "b", "c"},
+		SigningSecret:          "s3cret",
+		AllowPrivateTargets:    true,
+		LogLevel:               slog.LevelDebug,
+		LogFormat:              "text",
+		InstanceID:             "chronos-1",
+		MigrateOnStart:         false,
+	}
+	if !reflect.DeepEqual(*c, want) {
+		t.Errorf("\n got %+v\nwant %+v", *c, want)
+	}
+
+	c, err = loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": goodDSN, "AUTH_DISABLED": "true"}))
+	if err != nil || !c.AuthDisabled || len(c.APIKeys) != 0 {
+		t.Errorf("AUTH_DISABLED=true without keys: %+v, %v", c, err)
+	}
+}
+
+func TestLoadServeConfigErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, value string
+		want        string // the whole message
+	}{
+		{"WORKER_CONCURRENCY", "abc", `invalid WORKER_CONCURRENCY "abc": must be a positive integer`},
+		{"WORKER_CONCURRENCY", "0", `invalid WORKER_CONCURRENCY "0": must be a positive integer`},
+		{"WORKER_CONCURRENCY", "-3", `invalid WORKER_CONCURRENCY "-3": must be a positive integer`},
+		{"IDLE_POLL_INTERVAL", "3", `invalid IDLE_POLL_INTERVAL "3": must be a positive duration such as 500ms, 3s, 1m or 168h`},
+		{"LEASE_DURATION", "-1s", `invalid LEASE_DURATION "-1s": must be a positive duration such as 500ms, 3s, 1m or 168h`},
+		{"LEADER_POLL_INTERVAL", "0s", `invalid LEADER_POLL_INTERVAL "0s": must be a positive duration such as 500ms, 3s, 1m or 168h`},
+		{"REAPER_INTERVAL", "soon", `invalid REAPER_INTERVAL "soon": must be a positive duration such as 500ms, 3s, 1m or 168h`},
+		{"RUN_RETENTION", "7d", `invalid RUN_RETENTION "7d": must be a positive duration such as 500ms, 3s, 1m or 168h`},
+		{"SHUTDOWN_TIMEOUT", "x", `invalid SHUTDOWN_TIMEOUT "x": must be a positive duration such as 500ms, 3s, 1m or 168h`},
+		{"DATABASE_CONNECT_TIMEOUT", "1", `invalid DATABASE_CONNECT_TIMEOUT "1": must be a positive duration such as 500ms, 3s, 1m or 168h`},
+		{"HTTP_ADDR", "8080", `invalid HTTP_ADDR "8080": must be host:port, e.g. :8080 or 127.0.0.1:8080`},
+		{"HTTP_ADDR", ":http-alt", `invalid HTTP_ADDR ":http-alt": must be host:port, e.g. :8080 or 127.0.0.1:8080`},
+		{"HTTP_ADDR", ":70000", `invalid HTTP_ADDR ":70000": must be host:port, e.g. :8080 or 127.0.0.1:8080`},
+		{"AUTH_DISABLED", "yes", `invalid AUTH_DISABLED "yes": must be true or false`},
+		{"ALLOW_PRIVATE_TARGETS", "on", `invalid ALLOW_PRIVATE_TARGETS "on": must be true or false`},
+		{"MIGRATE_ON_START", "nope", `invalid MIGRATE_ON_START "nope": must be true or false`},
+		{"LOG_LEVEL", "verbose", `invalid LOG_LEVEL "verbose": must be debug, info, warn or error`},
+		{"LOG_LEVEL", "info+2", `invalid LOG_LEVEL "info+2": must be debug, info, warn or error`},
+		{"LOG_FORMAT", "xml", `invalid LOG_FORMAT "xml": must be json or text`},
+		{"INSTANCE_ID", "has space", `invalid INSTANCE_ID "has space": must be at most 63 printable ASCII characters without spaces`},
+		{"INSTANCE_ID", strings.Repeat("x", 64), `invalid INSTANCE_ID "` + strings.Repeat("x", 64) + `": must be at most 63 printable ASCII characters without spaces`},
+		{"DATABASE_URL", "", `DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable`},
+	} {
+		env := map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": "k1", tc.name: tc.value}
+		_, err := loadServeConfig(mapEnv(env))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%s=%q: error %v\nwant %s", tc.name, tc.value, err, tc.want)
+		}
+		if _, ok := err.(usageError); !ok {
+			t.Errorf("%s=%q: %T is not a usage error (exit code 2)", tc.name, tc.value, err)
+		}
+	}
+
+	// A DSN pgx cannot parse is named, and its password never echoed.
+	_, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": "postgres://u:hunter2@host:notaport/db", "API_KEYS": "k"}))
+	if err == nil || !strings.HasPrefix(err.Error(), "invalid DATABASE_URL: ") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("bad DATABASE_URL: %v", err)
+	}
+	// No keys and auth not explicitly disabled: refuse.
+	_, err = loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": " , "}))
+	if err == nil || !strings.Contains(err.Error(), "API_KEYS") || !strings.Contains(err.Error(), "AUTH_DISABLED=true") {
+		t.Errorf("no API keys: %v", err)
+	}
+}
+
+func mapEnv(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}

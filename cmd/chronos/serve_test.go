@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	nethttp "net/http"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/sql/sqltest"
+)
+
+const testKey = "test-key"
+
+// testClient keeps no idle connections, so none outlives a test (goleak).
+var testClient = &nethttp.Client{Timeout: 10 * time.Second, Transport: &nethttp.Transport{DisableKeepAlives: true}}
+
+// TestServeDeliversToReceive runs the real binary: `serve` against a fresh
+// database and `receive` as the target; a triggered job and a cron job
+// are both delivered, signed, and SIGTERM stops serve with exit 0 and no
+// run left leased.
+func TestServeDeliversToReceive(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
+	dsn := sqltest.NewURL(t)
+	const secret = "test-secret"
+
+	recv := startProc(t, "receive", bin, cleanEnv(), "receive", "--addr", "127.0.0.1:0", "--secret", secret)
+	recvURL := recv.stderr.wait(t, `listening on (http://\S+)`, 10*time.Second)[1]
+
+	srv := startProc(t, "serve", bin, cleanEnv(
+		"DATABASE_URL="+dsn,
+		"HTTP_ADDR=127.0.0.1:0",
+		"API_KEYS="+testKey,
+		"SIGNING_SECRET="+secret,
+		"ALLOW_PRIVATE_TARGETS=true",
+		"LOG_FORMAT=json",
+		"INSTANCE_ID=serve-test",
+		"SHUTDOWN_TIMEOUT=5s",
+		"IDLE_POLL_INTERVAL=500ms",
+	), "serve")
+	addr := srv.stderr.wait(t, `"msg":"chronos started".*"addr":"([^"]+)"`, 30*time.Second)[1]
+	base := "http://" + addr
+	waitReady(t, base)
+
+	// A manual trigger of a one-shot job far in the future.
+	job := createJob(t, base, map[string]any{
+		"name": "triggered", "run_at": "2099-01-01T00:00:00Z",
+		"target_url": recvURL + "/trigger", "payload": map[string]any{"hello": "world"},
+		"max_retries": 0,
+	})
+	var run struct {
+		ID int64 `json:"id"`
+	}
+	call(t, "POST", fmt.Sprintf("%s/v1/jobs/%d/trigger", base, job), nil, &run, 202, 201, 200)
+	recv.stdout.wait(t, fmt.Sprintf(`^\S+ POST /trigger run=%d attempt=1 scheduled=\S+ lag=\S+ sig=ok -> 200 body=\{"hello":"world"\}$`, run.ID), 20*time.Second)
+	waitRunStatus(t, base, run.ID, "succeeded")
+
+	// A seconds-level cron job goes through the leader's materializer.
+	createJob(t, base, map[string]any{
+		"name": "every-second", "cron_expr": "* * * * * *",
+		"target_url": recvURL + "/cron", "max_retries": 0,
+	})
+	recv.stdout.wait(t, `^\S+ POST /cron run=\d+ attempt=1 scheduled=\S+ lag=\S+ sig=ok -> 200 body=`, 20*time.Second)
+
+	if code := srv.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("serve exited %d after SIGTERM, want 0", code)
+	}
+	srv.stderr.wait(t, `"msg":"chronos stopped"`, time.Second)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	db, err := sql.Open(ctx, dsn, "serve-test-check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var leased int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM job_runs WHERE status IN ('leased', 'running')`).Scan(&leased); err != nil {
+		t.Fatal(err)
+	}
+	if leased != 0 {
+		t.Errorf("%d runs left leased or running after a graceful shutdown", leased)
+	}
+	if code := recv.stop(syscall.SIGTERM, 10*time.Second); code != 0 {
+		t.Errorf("receive exited %d after SIGTERM, want 0", code)
+	}
+}
+
+// TestServeBadConfigStopsStartup: a bad value stops startup with one line
+// naming the variable and a non-zero exit, before anything is served.
+func TestServeBadConfigStopsStartup(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
+	base := []string{"API_KEYS=" + testKey, "HTTP_ADDR=127.0.0.1:0", "LOG_FORMAT=json"}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		code int
+		want string // regexp the stderr must match
+	}{
+		{"bad WORKER_CONCURRENCY", []string{"DATABASE_URL=" + goodDSN, "WORKER_CONCURRENCY=abc"}, 2,
+			`(?m)^chronos: invalid WORKER_CONCURRENCY "abc": must be a positive integer$`},
+		{"unparseable DATABASE_URL", []string{"DATABASE_URL=postgres://chronos:hunter2@localhost:notaport/chronos"}, 2,
+			`(?m)^chronos: invalid DATABASE_URL: `},
+		{"missing DATABASE_URL", nil, 2, `(?m)^chronos: DATABASE_URL is required`},
+		{"unreachable DATABASE_URL", []string{"DATABASE_URL=postgres://chronos:hunter2@127.0.0.1:1/chronos?sslmode=disable", "DATABASE_CONNECT_TIMEOUT=1s"}, 1,
+			`(?m)^chronos: cannot reach DATABASE_URL within 1s \(DATABASE_CONNECT_TIMEOUT\): .*127\.0\.0\.1`},
+		{"no API keys", []string{"DATABASE_URL=" + goodDSN, "API_KEYS="}, 2, `(?m)^chronos: API_KEYS is empty`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := execCommand(ctx, bin, cleanEnv(append(base, tc.env...)...), "serve")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if ctx.Err() != nil {
+				t.Fatalf("serve did not stop: %s", stderr.String())
+			}
+			if err == nil || cmd.ProcessState.ExitCode() != tc.code {
+				t.Fatalf("exit %d (%v), want %d; stderr:\n%s", cmd.ProcessState.ExitCode(), err, tc.code, stderr.String())
+			}
+			if !regexp.MustCompile(tc.want).MatchString(stderr.String()) {
+				t.Errorf("stderr does not match %q:\n%s", tc.want, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "hunter2") {
+				t.Errorf("stderr shows the database password:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+// waitReady polls /readyz until the instance is ready.
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := testClient.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/readyz not ready within 20s (last: %v)", base, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// createJob creates a job and returns its id.
+func createJob(t *testing.T, base string, body map[string]any) int64 {
+	t.Helper()
+	var job struct {
+		ID int64 `json:"id"`
+	}
+	call(t, "POST", base+"/v1/jobs", body, &job, 201)
+	return job.ID
+}
+
+// waitRunStatus polls a run until it has the given status.
+func waitRunStatus(t *testing.T, base string, id int64, status string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var run struct {
+			Status string `json:"status"`
+		}
+		call(t, "GET", fmt.Sprintf("%s/v1/runs/%d", base, id), nil, &run, 200)
+		if run.Status == status {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %d is %s after 20s, want %s", id, run.Status, status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// call sends an authenticated JSON request, checks the status is one of
+// want and decodes the response into out.
+func call(t *testing.T, method, url string, body, out any, want ...int) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := nethttp.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	ok := false
+	for _, w := range want {
+		ok = ok || resp.StatusCode == w
+	}
+	if !ok {
+		t.Fatalf("%s %s: %d %s, want %v", method, url, resp.StatusCode, b, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: decode %s: %v", method, url, b, err)
+		}
+	}
+}

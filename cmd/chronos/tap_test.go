@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	nethttp "net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos"
+)
+
+// TestTapReconnects: the tap prints events as human lines, and when the
+// stream ends it reconnects and carries on.
+func TestTapReconnects(t *testing.T) {
+	t.Parallel()
+	var conns atomic.Int32
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.Header.Get("Authorization") != "Bearer k" {
+			w.WriteHeader(401)
+			fmt.Fprint(w, `{"error":{"code":"unauthorized","message":"wrong key"}}`)
+			return
+		}
+		if got := r.URL.Query().Get("job_id") + "|" + r.URL.Query().Get("type"); got != "3|run." {
+			t.Errorf("query %q, want job_id=3 type=run.", r.URL.RawQuery)
+		}
+		n := conns.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, ": chronos event tap, instance i%d\n\n", n)
+		fmt.Fprintf(w, "event: run.attempted\ndata: {\"type\":\"run.attempted\",\"time\":\"2026-12-02T14:00:00Z\",\"job_id\":3,\"run_id\":%d,\"status\":\"succeeded\",\"attempt\":1,\"status_code\":204,\"duration_ms\":1.5,\"instance\":\"i%d\"}\n\n", 10+n, n)
+		w.(nethttp.Flusher).Flush()
+		if n >= 2 {
+			<-r.Context().Done() // hold the second stream open
+		}
+	}))
+	defer srv.Close()
+
+	out, errOut := newLines(), newLines()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- tap(ctx, tapOptions{urls: []string{srv.URL}, key: "k", job: "3", typ: "run."}, out, errOut)
+	}()
+	out.wait(t, ` run.attempted +job=3 run=11 attempt=1 succeeded http=204 1\.5ms @i1$`, 5*time.Second)
+	errOut.wait(t, `connected to .* \(instance i1\)`, time.Second)
+	errOut.wait(t, `stream closed by the instance; reconnecting in 250ms`, 5*time.Second)
+	out.wait(t, ` run=12 .*@i2$`, 5*time.Second)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("tap returned %v after cancel, want nil", err)
+	}
+
+	// A refused key is not retried.
+	err := tap(context.Background(), tapOptions{urls: []string{srv.URL}, key: "bad"}, newLines(), newLines())
+	if err == nil || !strings.Contains(err.Error(), "401 wrong key") {
+		t.Errorf("bad key: %v", err)
+	}
+}
+
+func TestFormatEvent(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		e    chronos.Event
+		want string // after the time
+	}{
+		{chronos.Event{Type: chronos.EventAttempted, JobID: 1, RunID: 2, Attempt: 3, Status: chronos.StatusDead, StatusCode: 500, Error: "HTTP 500", Instance: "a"},
+			`run.attempted             job=1 run=2 attempt=3 dead http=500 error="HTTP 500" @a`},
+		{chronos.Event{Type: chronos.EventLeaderChanged, Instance: "b", Leader: true}, `leader.changed            now leads @b`},
+		{chronos.Event{Type: chronos.EventLeaderChanged, Instance: "b", Op: "resigned"}, `leader.changed            resigned @b`},
+		{chronos.Event{Type: chronos.EventMaterialized, Count: 4}, `materializer.materialized count=4`},
+		{chronos.Event{Type: chronos.EventJobChanged, JobID: 9, Op: "created"}, `job.changed               job=9 created`},
+	} {
+		tc.e.Time = at
+		got := formatEvent(tc.e, false)
+		if want := at.Local().Format("15:04:05.000") + " " + tc.want; got != want {
+			t.Errorf("got  %q\nwant %q", got, want)
+		}
+	}
+	if got := formatEvent(chronos.Event{Type: chronos.EventAttempted, Status: chronos.StatusSucceeded, Time: at}, true); !strings.Contains(got, ansiGreen+"succeeded"+ansiReset) {
+		t.Errorf("colour: %q", got)
+	}
+}
