@@ -122,7 +122,7 @@ func compileCron(expr string) (*cronSpec, error) {
 	return c, nil
 }
 
-// refs gives, for a field position and a value, a time whose field has that
+// fieldRef returns, for a field position and a value, a time whose field has that
 // value; gronx's checker only looks at that field for plain offsets.
 func fieldRef(pos, v int) time.Time {
 	switch pos {
