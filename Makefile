@@ -28,7 +28,7 @@ vet:
 	$(GO) vet $(PKGS)
 
 $(GOBIN)/staticcheck:
-	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	GOBIN=$(GOBIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)

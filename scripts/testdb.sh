@@ -148,11 +148,18 @@ try_local() {
 }
 
 try_docker() {
-	command -v docker >/dev/null 2>&1 || { log "docker not found"; return 1; }
-	local root
+	local root compose
+	if command -v docker >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then
+		compose="docker compose"
+	elif command -v docker-compose >/dev/null 2>&1; then
+		compose=docker-compose
+	else
+		log "neither docker compose nor docker-compose found"
+		return 1
+	fi
 	root=$(cd "$(dirname "$0")/.." && pwd)
 	[ -f "$root/compose.yaml" ] || { log "no compose.yaml"; return 1; }
-	(cd "$root" && docker compose up -d postgres) >&2 || { log "docker compose up -d postgres failed"; return 1; }
+	(cd "$root" && $compose up -d postgres) >&2 || { log "$compose up -d postgres failed"; return 1; }
 	local url="postgres://chronos:chronos@127.0.0.1:5432/chronos?sslmode=disable" i
 	for i in $(seq 1 60); do
 		if usable "$url"; then
