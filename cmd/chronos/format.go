@@ -96,7 +96,7 @@ func formatEvent(e chronos.Event, color bool) string {
 			add(paint(color, ansiMagenta, "stepped down"))
 		}
 	}
-	if e.Count != 0 {
+	if e.Count != 0 && !(e.Count == 1 && e.RunID != 0) { // count=1 of a single run says nothing
 		add("count=" + strconv.Itoa(e.Count))
 	}
 	if e.StatusCode != 0 {

@@ -54,7 +54,8 @@ it verifies X-Chronos-Signature and answers 401 to a request whose signature
 is bad, missing or older than 5 minutes, as a real target should.
 
 --status, --delay and --fail-first make it misbehave on purpose, to watch
-retries, backoff and dead letters.
+retries, backoff and dead letters; a path ending in /status/NNN (e.g.
+http://localhost:9000/status/500) is answered with NNN whatever the flags.
 
 Examples:
   chronos receive                          # answer 200 to everything
@@ -140,13 +141,16 @@ func (rc *receiver) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	rc.mu.Unlock()
 
 	status, reason := rc.status, ""
+	if code, ok := statusFromPath(r.URL.Path); ok {
+		status = code
+	}
 	switch {
-	case sig == "bad" || sig == "absent" || sig == "stale":
+	case len(rc.secret) > 0 && sig != "ok":
 		status, reason = nethttp.StatusUnauthorized, "signature "+sig
 	case n <= rc.failFirst:
 		status, reason = nethttp.StatusServiceUnavailable, fmt.Sprintf("--fail-first %d (delivery %d of this run)", rc.failFirst, n)
 	case status < 200 || status > 299:
-		reason = fmt.Sprintf("--status %d", status)
+		reason = fmt.Sprintf("status %d asked for", status)
 	}
 	if rc.delay > 0 {
 		select {
@@ -162,6 +166,21 @@ func (rc *receiver) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(status)
 	fmt.Fprintln(w, "ok")
+}
+
+// statusFromPath reads the status a path asks for: /status/500 (or
+// /anything/status/500) is answered with 500, like httpbin, so one
+// receiver can play a healthy and a failing target at once.
+func statusFromPath(path string) (int, bool) {
+	i := strings.LastIndex(path, "/status/")
+	if i < 0 {
+		return 0, false
+	}
+	code, err := strconv.Atoi(strings.TrimSuffix(path[i+len("/status/"):], "/"))
+	if err != nil || code < 200 || code > 599 {
+		return 0, false
+	}
+	return code, true
 }
 
 // checkSignature says what the signature headers prove: "ok", "bad",

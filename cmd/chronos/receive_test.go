@@ -55,10 +55,20 @@ func TestReceiverWithoutSecret(t *testing.T) {
 	req.Header.Set(reactor.HeaderSignature, "v1=abc")
 	w := httptest.NewRecorder()
 	rc.ServeHTTP(w, req)
-	if w.Code != 500 || !strings.Contains(w.Body.String(), "--status 500") {
-		t.Errorf("answered %d %q, want 500 naming --status", w.Code, w.Body.String())
+	if w.Code != 500 || !strings.Contains(w.Body.String(), "status 500 asked for") {
+		t.Errorf("answered %d %q, want 500 saying why", w.Code, w.Body.String())
 	}
 	out.wait(t, `PUT /x\?y=1 run=- attempt=- sig=unchecked -> 500 body="not json\\n"$`, time.Second)
+
+	// A /status/NNN path overrides --status.
+	rc.status = 200
+	for path, want := range map[string]int{"/status/503": 503, "/a/status/204/": 204, "/status/99": 200, "/status/x": 200} {
+		w := httptest.NewRecorder()
+		rc.ServeHTTP(w, httptest.NewRequest("POST", path, nil))
+		if w.Code != want {
+			t.Errorf("POST %s: %d, want %d", path, w.Code, want)
+		}
+	}
 }
 
 func TestCompactBody(t *testing.T) {
