@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -14,10 +15,16 @@ type DB struct {
 	Pool *pgxpool.Pool
 }
 
-// minPoolConns is the pool size when the DSN does not set pool_max_conns:
-// pgx's default (4 on this machine) is too small for a dispatcher whose
-// workers each start, renew and complete while the API serves requests.
-const minPoolConns = 16
+// Pool sizing when the DSN does not say (pool_max_conns,
+// pool_max_conn_idle_time): pgx's default (4 on this machine) is tight for
+// a dispatcher whose workers start, renew and complete while the API
+// serves requests, but Postgres on a small machine gains nothing from many
+// more concurrent queries, and every instance's connections count against
+// the server's max_connections. Idle connections go back after a minute.
+const (
+	minPoolConns    = 8
+	poolMaxIdleTime = time.Minute
+)
 
 // Open connects a pool to dsn. instance becomes the connections'
 // application_name, so pg_stat_activity tells instances apart.
@@ -30,7 +37,10 @@ func Open(ctx context.Context, dsn, instance string) (*DB, error) {
 		cfg.ConnConfig.RuntimeParams["application_name"] = instance
 	}
 	if !strings.Contains(dsn, "pool_max_conns") {
-		cfg.MaxConns = int32(max(minPoolConns, 4*runtime.NumCPU()))
+		cfg.MaxConns = int32(max(minPoolConns, 2*runtime.NumCPU()))
+	}
+	if !strings.Contains(dsn, "pool_max_conn_idle_time") {
+		cfg.MaxConnIdleTime = poolMaxIdleTime
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/chronoshq/chronos/sql"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // EnvVar names the environment variable holding the server's DSN.
@@ -271,6 +273,9 @@ func drop(base, name string) error {
 	return err
 }
 
+// connect opens an admin connection. A server that is full (too many
+// clients: test packages run in parallel) or still starting is retried
+// for a while; an unreachable one fails at once.
 func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
@@ -280,7 +285,28 @@ func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 		cfg.ConnectTimeout = 5 * time.Second
 	}
 	cfg.RuntimeParams["application_name"] = "chronos-sqltest"
-	return pgx.ConnectConfig(ctx, cfg)
+	deadline := time.Now().Add(busyRetryFor)
+	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err == nil || !busy(err) || time.Now().After(deadline) {
+			return conn, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(delay):
+		}
+	}
+}
+
+// busyRetryFor is how long connect waits for a full server.
+const busyRetryFor = time.Minute
+
+// busy reports a server that refuses connections for now: too many
+// clients (53300), or starting up (57P03).
+func busy(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "53300" || pe.Code == "57P03")
 }
 
 func ident(s string) string { return pgx.Identifier{s}.Sanitize() }
