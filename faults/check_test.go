@@ -326,6 +326,12 @@ func check(t *testing.T, c *cluster, w *workload, m *monitor, kills []killRec, w
 		pct(pickups, 0.50), pct(pickups, 0.99), worst.d.Round(time.Millisecond), worst.run)
 	t.Logf("leadership: longest leaderless gap %s (%s); longest dual leader work %s; failovers (lock release -> new leader, +release after kill) %v max %s; most overdue lease under a working leader %s; monitor query errors %d",
 		gap.Round(time.Millisecond), gapAt, maxOverlap.Round(time.Millisecond), failovers, maxFailover.Round(time.Millisecond), maxLate.Round(time.Millisecond), queryErrs)
+	m.mu.Lock()
+	t.Logf("readyz: %d rounds, %d with two instances saying leader.self (longest run %s)", m.readyRounds, m.dualSelf, m.dualLongest)
+	if m.dualLongest > c.cfg.leaderPoll+time.Second {
+		fail("/readyz: two instances said they lead for %s", m.dualLongest)
+	}
+	m.mu.Unlock()
 	if errs := c.errorLines(); len(errs) > 0 {
 		t.Logf("ERROR log lines of the current processes: %d, e.g. %s", len(errs), strings.Join(lastN(errs, 3), " | "))
 	}

@@ -23,6 +23,9 @@ const apiKey = "faults-key-0123456789"
 // clusterConfig is what every instance of a cluster is started with.
 type clusterConfig struct {
 	instances         int
+	// workerConcurrency is kept low: each instance's pool grows with its
+	// workers (up to 16 connections; pool_max_conns cannot be set, see
+	// the report), and the shared server has 100 for every test.
 	workerConcurrency int
 	idlePoll          time.Duration
 	lease             time.Duration
@@ -34,7 +37,7 @@ type clusterConfig struct {
 func defaultClusterConfig() clusterConfig {
 	return clusterConfig{
 		instances:         3,
-		workerConcurrency: 16,
+		workerConcurrency: 8,
 		idlePoll:          3 * time.Second,
 		lease:             3 * time.Second,
 		leaderPoll:        time.Second,
@@ -67,7 +70,7 @@ func newCluster(t testing.TB, cfg clusterConfig) *cluster {
 	proxy, proxied := sqltest.NewProxyFor(t, dsn)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := sql.Open(ctx, dsn, "faults-checker")
+	db, err := sql.Open(ctx, withParam(dsn, "pool_max_conns", "4"), "faults-checker")
 	if err != nil {
 		t.Fatalf("open checker pool: %v", err)
 	}
@@ -148,6 +151,7 @@ func (c *cluster) waitLeader(t testing.TB, within time.Duration) string {
 			return name
 		}
 		if time.Now().After(deadline) {
+			c.dumpLogs(t, 30)
 			t.Fatalf("no leader within %s (last error %v)", within, err)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -328,4 +332,13 @@ func (f *faultLog) snapshot() []interval {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]interval(nil), f.windows...)
+}
+
+// withParam adds a query parameter to a URL-form DSN.
+func withParam(dsn, k, v string) string {
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + k + "=" + v
 }

@@ -106,7 +106,7 @@ func (s *logSink) line(l string) {
 	case "leader work stopped":
 		s.inst.c.leaders.stop(s.inst.id, ll.Time)
 	}
-	if ll.Level == "ERROR" {
+	if ll.Level == "ERROR" && ll.Msg != "http request" {
 		s.mu.Lock()
 		s.errors = append(s.errors, l)
 		s.mu.Unlock()

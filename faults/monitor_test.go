@@ -20,6 +20,47 @@ type monitor struct {
 	overdue  []string      // leases overdue while a healthy leader should have reaped them
 	maxLate  time.Duration // the most overdue lease seen while a leader worked
 	queryErr int
+
+	readyRounds int           // /readyz rounds over the live instances
+	dualSelf    int           // rounds in which two instances said leader.self
+	dualSince   time.Time     // start of the current run of such rounds
+	dualLongest time.Duration // longest run of them
+}
+
+// sampleReadyz asks every live instance's /readyz whether it leads, and
+// counts the rounds in which more than one says so.
+func (m *monitor) sampleReadyz(ctx context.Context) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	selfs := 0
+	for _, in := range m.c.live() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			r, err := in.readyz(rctx)
+			if err == nil && r.Leader.Self {
+				mu.Lock()
+				selfs++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.readyRounds++
+	if selfs > 1 {
+		m.dualSelf++
+		if m.dualSince.IsZero() {
+			m.dualSince = now
+		}
+		m.dualLongest = max(m.dualLongest, now.Sub(m.dualSince))
+	} else {
+		m.dualSince = time.Time{}
+	}
 }
 
 type leaderSample struct {
@@ -35,9 +76,10 @@ const overdueSlack = 1500 * time.Millisecond
 func startMonitor(c *cluster) *monitor {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &monitor{c: c, cancel: cancel}
-	m.wg.Add(2)
+	m.wg.Add(3)
 	go m.loop(ctx, 50*time.Millisecond, m.sampleLeader)
 	go m.loop(ctx, 250*time.Millisecond, m.sampleLeases)
+	go m.loop(ctx, 500*time.Millisecond, m.sampleReadyz)
 	return m
 }
 
@@ -99,8 +141,8 @@ func (m *monitor) sampleLeases(ctx context.Context) {
 	faultEnd := m.lastFaultEnd()
 	for rows.Next() {
 		var (
-			id       int64
-			by       string
+			id         int64
+			by         string
 			until, now time.Time
 		)
 		if err := rows.Scan(&id, &by, &until, &now); err != nil {

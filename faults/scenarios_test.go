@@ -86,12 +86,15 @@ func runScenario(t *testing.T, sc scenario) {
 	if sc.cluster != nil {
 		sc.cluster(&cfg)
 	}
+	t0 := time.Now()
 	c := newCluster(t, cfg)
+	t1 := time.Now()
 	wcfg := defaultWorkload(sc.window)
 	if sc.work != nil {
 		sc.work(&wcfg)
 	}
 	w := newWorkload(t, c, wcfg)
+	t2 := time.Now()
 	m := startMonitor(c)
 	defer m.stop()
 	s := &scenarioRun{c: c, w: w, m: m, start: time.Now()}
@@ -120,9 +123,12 @@ func runScenario(t *testing.T, sc scenario) {
 	time.Sleep(3 * time.Second)
 	stopDrive()
 	windowEnd := w.disableCrons(t)
+	t3 := time.Now()
 	drain(t, c, 60*time.Second)
 	m.stop()
-	t.Logf("scenario %s: %s of faults, %d kills, proxy %+v", sc.name, windowEnd.Sub(s.start).Round(time.Second), len(s.kills), c.proxy.Stats())
+	t.Logf("scenario %s: cluster up in %s, 200 jobs in %s, %s of faults and recovery, drained in %s; %d kills; proxy %+v",
+		sc.name, t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), t3.Sub(t2).Round(time.Second),
+		time.Since(t3).Round(time.Millisecond), len(s.kills), c.proxy.Stats())
 	check(t, c, w, m, s.kills, windowEnd, sc.exp)
 }
 
