@@ -14,4 +14,78 @@
 //	                earliest among the rows left pending. Only statements that
 //	                leave rows pending, succeeded or dead notify (claims do not).
 //	chronos_leader  {"op":"resigned","instance":"id"}
+//
+// count counts the rows a statement left pending, succeeded or dead (not
+// the leased or running ones). available_at is Postgres's JSON form of a
+// timestamptz, e.g. "2026-12-02T14:00:00.123456+00:00" (RFC 3339).
+//
+// # Decisions
+//
+// Attempts. max_retries is the number of retries after the first attempt:
+// a run is attempted at most max_retries+1 times. Claim counts the attempt
+// (attempt_count+1); a failure with attempt_count >= max_retries+1, and a
+// reclaim of such a run, dead-letters it. The budget is read from the job
+// at completion time, so lowering max_retries applies to runs in flight.
+// Every counted attempt has exactly one run_attempts row: Start creates it,
+// Complete finishes it (or creates it when Start was skipped), Reclaim
+// finishes it (or creates it for a run that was leased but never started)
+// with the error "lease expired". Release (graceful shutdown) undoes the
+// attempt entirely: attempt_count goes back down and the row is deleted.
+// The run's last_error and last_status_code describe the latest attempt
+// (a success clears last_error). Complete stores error texts of up to
+// 2 KiB and response bodies of up to MaxBodyBytes, made valid UTF-8
+// without NUL bytes (Postgres text accepts neither).
+//
+// Retry timing. Complete uses the worker's RetryDelay (the worker knows
+// the job's backoff and any Retry-After). A reclaimed run is available at
+// once: the expired lease already delayed it by a lease's length.
+//
+// Reclaim. Candidates are leased/running runs with leased_until < now(),
+// locked FOR UPDATE SKIP LOCKED; the UPDATE repeats the comparison, so the
+// expiry is checked at update time. Renew extends a lease that has passed
+// but not yet been reclaimed: the fence is identity, not time.
+//
+// Materialize. It locks due jobs FOR UPDATE SKIP LOCKED, so two
+// materializers take disjoint jobs, and inserts with ON CONFLICT DO NOTHING
+// on UNIQUE (job_id, scheduled_at) WHERE trigger = 'schedule', so even a
+// stale repeat creates nothing twice. A job more than one occurrence behind
+// (a gap) gets one run flagged catch_up, for the latest missed occurrence,
+// then resumes at the first occurrence after now: never a flood. Within
+// the lookahead, allow-jobs get their runs pre-created (available_at = the
+// scheduled instant, so dispatchers can arm a timer). skip and queue_one
+// decide a future occurrence only once it is due: an active run may be
+// finished by then, and deciding early would skip it wrongly. While such
+// a job is held back it is not even selected, so "call again while the
+// batch is full" always ends. A one-shot (run_at) materializes once and its
+// next_run_at becomes null; a cron job whose schedule has no further
+// occurrence likewise. An enabled cron job found with a null next_run_at
+// is given its next occurrence after now.
+//
+// Job changes. CreateJob applies the defaults and validates before it
+// writes, so a constraint never produces a 500; the CHECK constraints back
+// the validation up and map to EINVALID naming the field. next_run_at is
+// computed for disabled jobs too. UpdateJob recomputes next_run_at from now
+// when the schedule changes or the job is re-enabled (time spent disabled
+// is not caught up; a one-shot already materialized stays done), and then,
+// or when the job is disabled, deletes the pending, never-attempted runs
+// pre-created for its future occurrences. Manual triggers ignore enabled
+// and overlap: "run it now" is explicit. Redrive is refused (ECONFLICT)
+// while an earlier redrive of the same run is still active.
+//
+// Lists. Cursors are opaque: base64url of "c1:<last id>". Jobs go in id
+// order (WHERE id > cursor), runs newest first (WHERE id < cursor); both
+// fetch limit+1 rows, so the last page has no next cursor. limit <= 0 is
+// the default 50; more than 500 is 500.
+//
+// Payloads are stored as json, not jsonb: the webhook body is the user's
+// bytes exactly.
+//
+// Leadership. One session advisory lock (key "chronos"), per database, on
+// a dedicated pgx.Conn. TryLock does not stack the lock when already held,
+// so one Unlock always lets go. Leader names the holder through pg_locks
+// and pg_stat_activity.application_name.
+//
+// Pool. Open sizes the pool at max(8, 2×CPUs) connections, idle ones
+// closed after a minute, unless the DSN sets pool_max_conns /
+// pool_max_conn_idle_time.
 package sql
