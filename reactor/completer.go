@@ -144,6 +144,9 @@ func (c *completer) write(batch []completion) {
 		c.log.Error("complete runs failed, giving the runs up to the reaper", "err", err, "outcomes", len(outs))
 		return
 	}
+	// The retries' available_at is now()+delay as of the statement, which
+	// ran before this moment: a timer armed from here never fires early.
+	done := time.Now()
 	for i, x := range batch {
 		r := results[i]
 		if r.Err != nil {
@@ -151,7 +154,7 @@ func (c *completer) write(batch []completion) {
 			continue
 		}
 		if r.Status == chronos.StatusPending && c.retried != nil {
-			c.retried(x.out.FinishedAt.Add(x.out.RetryDelay))
+			c.retried(done.Add(x.out.RetryDelay))
 		}
 		c.bus.Publish(attemptedEvent(c.instance, x, r.Status))
 	}

@@ -15,7 +15,7 @@ const (
 	hintBuffer     = 1024             // queued timer hints from the completer
 	eventBuffer    = 1024             // queued events carrying available_at
 	skewRetryFirst = time.Millisecond // first re-check of a run that looked due but was not claimable
-	skewRetryMax   = 500 * time.Millisecond
+	skewRetryMax   = 100 * time.Millisecond
 )
 
 // dispatcher claims runs and hands them to the worker pool. One goroutine
@@ -155,12 +155,14 @@ func (d *dispatcher) run(ctx context.Context) {
 				claimNow, needNext = true, true
 				continue
 			}
+			skewDelay = skewRetryFirst // news: the next miss starts over
 			arm(*e.AvailableAt)
 			if e.Count > 1 {
 				// A batch: only its earliest time travelled with it.
 				needNext = true
 			}
 		case t := <-d.hints:
+			skewDelay = skewRetryFirst
 			arm(t)
 		case <-d.freed:
 			claimNow = mayHave

@@ -1,0 +1,47 @@
+package tests
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/reactor"
+	"github.com/chronoshq/chronos/sql/sqltest"
+)
+
+// Ticket 18: LISTEN/NOTIFY wake-up. With IDLE_POLL_INTERVAL at a minute, a
+// run created on instance A starts within milliseconds on instance B: B's
+// listener hears the insert's NOTIFY and its dispatcher claims at once.
+// A creates the run with no local publish, and A runs no workers (an API
+// replica), so only B's LISTEN path can explain the start.
+func TestTicket18NotifyWakesAnotherInstance(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+	arrived := make(chan time.Time, 16)
+	tg := rxNewTarget(t, func(w http.ResponseWriter, r *http.Request) { arrived <- time.Now() })
+	cfg := reactor.Config{IdlePollInterval: time.Minute}
+	a := rxStart(t, dsn, "t18-a", rxOptions{Listener: true})
+	b := rxStart(t, dsn, "t18-b", rxOptions{Reactor: true, Listener: true, Config: cfg})
+	job := rxJob(t, a.DB, &chronos.Job{TargetURL: tg.URL})
+	// B's start-up claim and NextAvailable are behind it once it leads.
+	rxEventually(t, 5*time.Second, "B leads", b.Reactor.IsLeader)
+
+	const bound = 100 * time.Millisecond
+	for i := range 5 {
+		run := a.TriggerSilently(t, job.ID)
+		committed := time.Now()
+		select {
+		case at := <-arrived:
+			if d := at.Sub(committed); d > bound {
+				t.Errorf("run %d started %s after it was created, want within %s", i, d, bound)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("run %d did not start within 5s (idle poll is a minute): no LISTEN/NOTIFY wake-up", i)
+		}
+		r := rxWaitStatus(t, a.DB, run.ID, chronos.StatusSucceeded, 5*time.Second)
+		if len(r.Attempts) != 1 || r.Attempts[0].WorkerID != b.Name {
+			t.Errorf("run %d attempts %+v, want one by %s", run.ID, r.Attempts, b.Name)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package tests
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/reactor"
+	"github.com/chronoshq/chronos/sql/sqltest"
+)
+
+// Ticket 19: listener reconnect. Runs created while the listener's
+// connection is down (their NOTIFYs are lost) start as soon as it
+// reconnects, from the resync it publishes, without waiting for the idle
+// poll (a minute here).
+func TestTicket19ListenerReconnectResyncs(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+	tg := rxNewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	b := rxStart(t, dsn, "t19", rxOptions{
+		Reactor: true, Listener: true, ReconnectDelay: 500 * time.Millisecond,
+		Config: reactor.Config{IdlePollInterval: time.Minute},
+	})
+	admin := rxOpen(t, dsn, "t19-admin")
+	job := rxJob(t, admin, &chronos.Job{TargetURL: tg.URL})
+	rxEventually(t, 5*time.Second, "leadership", b.Reactor.IsLeader)
+
+	events := b.Bus.Subscribe(64, func(e chronos.Event) bool {
+		return e.Type == chronos.EventListenerDown || e.Type == chronos.EventResync
+	})
+	defer events.Close()
+	next := func(want chronos.EventType) time.Time {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case e := <-events.C():
+				if e.Type == want {
+					return time.Now()
+				}
+			case <-deadline:
+				t.Fatalf("no %s event", want)
+			}
+		}
+	}
+
+	var killed int
+	if err := admin.Pool.QueryRow(context.Background(),
+		`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		  WHERE datname = current_database() AND application_name = $1`, b.Name+"-listener").Scan(&killed); err != nil {
+		t.Fatal(err)
+	}
+	if killed != 1 {
+		t.Fatalf("terminated %d listener backends, want 1", killed)
+	}
+	next(chronos.EventListenerDown)
+	// The listener waits ReconnectDelay before reconnecting: these runs'
+	// NOTIFYs go nowhere.
+	var ids []int64
+	for range 3 {
+		ids = append(ids, b.TriggerSilently(t, job.ID).ID)
+	}
+	if b.Listener.Connected() {
+		t.Fatal("the listener reconnected before the runs were created; the test proves nothing")
+	}
+	resynced := next(chronos.EventResync)
+	for _, id := range ids {
+		r := rxWaitStatus(t, admin, id, chronos.StatusSucceeded, 10*time.Second)
+		if d := r.Attempts[0].StartedAt.Sub(resynced); d > 2*time.Second {
+			t.Errorf("run %d started %s after the resync", id, d)
+		}
+	}
+	if s := time.Since(resynced); s > 10*time.Second {
+		t.Errorf("runs took %s after the resync", s)
+	}
+}
