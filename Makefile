@@ -44,7 +44,7 @@ build:
 
 ## fuzz: every fuzz target for FUZZTIME each.
 fuzz:
-	FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
+	FUZZTIME=$(FUZZTIME) bash scripts/testdb.sh bash scripts/fuzz.sh
 
 ## bench: the data layer's go benchmarks (claim+complete throughput); the
 ## end-to-end load generator is `chronos bench`.
