@@ -36,6 +36,18 @@
 // every LeaseDuration/3 while the request is in flight; if the lease is
 // lost the request is cancelled and nothing is recorded.
 //
+// A claimed run is leased; it is marked running (db.Start) only once its
+// call has been in flight for 20 ms. Quicker calls go from leased straight
+// to their outcome, and the attempt's row, start time included, is
+// written with the outcome in the completer's batch: one commit per run
+// fewer, on a database where each commit waits for a WAL flush. The
+// price is small: a worker that dies within those 20 ms leaves its
+// attempt counted (the reaper reclaims it) but without a row of its own.
+//
+// Outcomes are written in batches (one db.Complete, one round trip, for
+// every outcome queued while the previous batch was written, or arriving
+// within a millisecond of it), so a lone outcome is recorded at once.
+//
 // Outbound connections to private, loopback, link-local and unspecified
 // addresses are refused when they are dialled (after DNS resolution, so a
 // hostname cannot sneak around the check) unless

@@ -29,6 +29,11 @@ func TestLeaseLostCancelsCall(t *testing.T) {
 	job := createJob(t, in.db, &chronos.Job{TargetURL: tg.URL})
 	run := in.trigger(t, job.ID)
 	eventually(t, 5*time.Second, "the call in flight", func() bool { return tg.inFlight.Load() == 1 })
+	// A call in flight this long has been marked running, so it is the
+	// renewal that finds the lease gone.
+	eventually(t, 5*time.Second, "the run marked running", func() bool {
+		return runOf(t, in.db, run.ID).Status == chronos.StatusRunning
+	})
 
 	// Another worker takes the run over, as after a reclaim and a new claim.
 	if _, err := in.db.Pool.Exec(context.Background(),
@@ -50,7 +55,7 @@ func TestLeaseLostCancelsCall(t *testing.T) {
 		t.Fatal("no EventLeaseLost")
 	}
 	got := runOf(t, in.db, run.ID)
-	if got.Status != chronos.StatusRunning || got.LeasedBy == nil || *got.LeasedBy != "thief" {
-		t.Errorf("run is %s leased by %v; the stale worker must not touch it", got.Status, got.LeasedBy)
+	if got.Status != chronos.StatusRunning || got.LeasedBy == nil || *got.LeasedBy != "thief" || got.AttemptCount != 2 {
+		t.Errorf("run is %s, attempt %d, leased by %v; the stale worker must not touch it", got.Status, got.AttemptCount, got.LeasedBy)
 	}
 }
