@@ -22,7 +22,7 @@ const apiKey = "faults-key-0123456789"
 
 // clusterConfig is what every instance of a cluster is started with.
 type clusterConfig struct {
-	instances         int
+	instances int
 	// workerConcurrency is kept low: each instance's pool grows with its
 	// workers (up to 16 connections; pool_max_conns cannot be set, see
 	// the report), and the shared server has 100 for every test.

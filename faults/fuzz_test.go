@@ -1,0 +1,193 @@
+package faults
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/chronoshq/chronos/bus"
+	chttp "github.com/chronoshq/chronos/http"
+	"github.com/chronoshq/chronos/sql/sqltest"
+)
+
+// alwaysUp is a Probe for the in-process router.
+type alwaysUp struct{}
+
+func (alwaysUp) ListenerConnected() bool { return true }
+func (alwaysUp) IsLeader() bool          { return false }
+
+// FuzzListCursorsAndFilters sends random query strings to GET /v1/jobs and
+// GET /v1/jobs/{id}/runs through the real router on a real database: any
+// answer but a 5xx is fine, and every answer is a JSON object (an error
+// envelope for a 4xx). Its seeds run as a regular test.
+func FuzzListCursorsAndFilters(f *testing.F) {
+	db := sqltest.New(f)
+	srv := chttp.NewServer(chttp.Config{Instance: "fuzz", APIKeys: []string{apiKey}}, db, bus.New(), alwaysUp{},
+		slog.New(slog.DiscardHandler))
+	h := srv.Handler()
+	do := func(method, target, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, "http://chronos.test"+target, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+
+	// A few jobs with runs of each kind, so cursors and filters have
+	// something to walk.
+	var jobID int64
+	for i := range 5 {
+		w := do(http.MethodPost, "/v1/jobs", fmt.Sprintf(
+			`{"name":"fz-%d","cron_expr":"0 0 0 1 1 *","target_url":"http://127.0.0.1:9/x","enabled":%v}`, i, i%2 == 0))
+		if w.Code != http.StatusCreated {
+			f.Fatalf("seed job: HTTP %d %s", w.Code, w.Body)
+		}
+		var j struct{ ID int64 }
+		if err := json.Unmarshal(w.Body.Bytes(), &j); err != nil {
+			f.Fatal(err)
+		}
+		jobID = j.ID
+	}
+	for range 3 {
+		if w := do(http.MethodPost, fmt.Sprintf("/v1/jobs/%d/trigger", jobID), ""); w.Code != http.StatusAccepted {
+			f.Fatalf("seed trigger: HTTP %d %s", w.Code, w.Body)
+		}
+	}
+	cursorOf := func(path string) string {
+		var page struct {
+			NextCursor *string `json:"next_cursor"`
+		}
+		w := do(http.MethodGet, path, "")
+		if err := json.Unmarshal(w.Body.Bytes(), &page); err != nil || page.NextCursor == nil {
+			f.Fatalf("seed cursor from %s: HTTP %d %s", path, w.Code, w.Body)
+		}
+		return *page.NextCursor
+	}
+	jobCursor := cursorOf("/v1/jobs?limit=1")
+	runCursor := cursorOf(fmt.Sprintf("/v1/jobs/%d/runs?limit=1", jobID))
+
+	// path: 0 = /v1/jobs, 1 = that job's runs, 2 = runs of a fuzzed job id.
+	seeds := []struct {
+		path  uint8
+		id    string
+		query string
+	}{
+		{0, "", ""},
+		{0, "", "limit=1"},
+		{0, "", "limit=500"},
+		{0, "", "limit=501"},
+		{0, "", "limit=0"},
+		{0, "", "limit=-1"},
+		{0, "", "limit=1e3"},
+		{0, "", "limit=99999999999999999999999"},
+		{0, "", "limit=-99999999999999999999999"},
+		{0, "", "limit="},
+		{0, "", "limit=1&limit=2"},
+		{0, "", "enabled=true"},
+		{0, "", "enabled=false"},
+		{0, "", "enabled=TRUE"},
+		{0, "", "enabled=1"},
+		{0, "", "enabled="},
+		{0, "", "enabled=true&limit=2&cursor=" + jobCursor},
+		{0, "", "cursor=" + jobCursor},
+		{0, "", "cursor=" + jobCursor + "x"},
+		{0, "", "cursor=" + strings.ToUpper(jobCursor)},
+		{0, "", "cursor=" + jobCursor[:len(jobCursor)/2]},
+		{0, "", "cursor=" + runCursor},
+		{0, "", "cursor="},
+		{0, "", "cursor=%00"},
+		{0, "", "cursor=%ff%fe"},
+		{0, "", "cursor=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
+		{0, "", "cursor=eyJpZCI6LTF9"},                 // {"id":-1}
+		{0, "", "cursor=eyJpZCI6MWUzMDB9"},             // {"id":1e300}
+		{0, "", "cursor=bnVsbA"},                       // null
+		{0, "", "cursor=" + strings.Repeat("A", 5000)}, // long
+		{0, "", "status=dead"},
+		{0, "", "unknown=1"},
+		{0, "", "%zz"},
+		{0, "", "a;b"},
+		{0, "", "&&&"},
+		{0, "", "=x"},
+		{1, "", ""},
+		{1, "", "status=dead"},
+		{1, "", "status=pending&limit=1"},
+		{1, "", "status=succeeded&cursor=" + runCursor},
+		{1, "", "status=DEAD"},
+		{1, "", "status=bogus"},
+		{1, "", "status="},
+		{1, "", "status=pending&status=dead"},
+		{1, "", "cursor=" + runCursor},
+		{1, "", "cursor=" + jobCursor},
+		{1, "", "cursor=" + runCursor + "%3D%3D"},
+		{1, "", "enabled=true"},
+		{1, "", "limit=2&cursor=" + runCursor[1:]},
+		{2, "0", ""},
+		{2, "-1", ""},
+		{2, "999999", "status=dead"},
+		{2, "9223372036854775807", ""},
+		{2, "9223372036854775808", ""},
+		{2, "1e3", ""},
+		{2, "abc", "limit=1"},
+		{2, "%00", ""},
+		{2, "1%2F2", ""},
+		{2, "", ""},
+	}
+	for _, s := range seeds {
+		f.Add(s.path, s.id, s.query)
+	}
+	f.Fuzz(func(t *testing.T, path uint8, id, query string) {
+		var target string
+		switch path % 3 {
+		case 0:
+			target = "/v1/jobs"
+		case 1:
+			target = fmt.Sprintf("/v1/jobs/%d/runs", jobID)
+		default:
+			if strings.ContainsAny(id, "/?#") || !validPathSegment(id) {
+				t.Skip("not a path segment")
+			}
+			target = "/v1/jobs/" + id + "/runs"
+		}
+		if strings.ContainsAny(query, "# \t\r\n") || !validQuery(query) {
+			t.Skip("not a query string a client can send")
+		}
+		if query != "" {
+			target += "?" + query
+		}
+		w := do(http.MethodGet, target, "")
+		body, _ := io.ReadAll(w.Body)
+		if w.Code >= 500 {
+			t.Fatalf("GET %s: HTTP %d %s", target, w.Code, body)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(body, &obj); err != nil {
+			t.Fatalf("GET %s: HTTP %d, body is not a JSON object: %v: %q", target, w.Code, err, body)
+		}
+		if w.Code >= 400 {
+			if _, ok := obj["error"].(map[string]any); !ok {
+				t.Fatalf("GET %s: HTTP %d without an error envelope: %s", target, w.Code, body)
+			}
+		}
+	})
+}
+
+// validPathSegment / validQuery keep to what an HTTP client can put on the
+// request line (httptest.NewRequest panics on the rest).
+func validPathSegment(s string) bool {
+	for _, r := range s {
+		if r <= ' ' || r >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func validQuery(s string) bool { return validPathSegment(s) }
