@@ -671,4 +671,3 @@ func percentiles(ds []time.Duration) pct {
 	}
 	return pct{p50: at(0.50), p90: at(0.90), p99: at(0.99), max: ds[len(ds)-1], min: ds[0]}
 }
-

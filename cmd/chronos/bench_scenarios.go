@@ -389,4 +389,3 @@ func benchSchedule(ctx context.Context, b *bencher) (*benchResult, error) {
 	}
 	return res, nil
 }
-
