@@ -16,6 +16,11 @@ const (
 	eventBuffer    = 1024             // queued events carrying available_at
 	skewRetryFirst = time.Millisecond // first re-check of a run that looked due but was not claimable
 	skewRetryMax   = 100 * time.Millisecond
+	// Under a backlog, a slot freed alone waits up to claimBatchWait for
+	// others, so a claim fills a quarter of the pool rather than one slot:
+	// every claim is a commit, and commits are what the database has least
+	// of. Wakes by events (a triggered run) never wait.
+	claimBatchWait = time.Millisecond
 )
 
 // dispatcher claims runs and hands them to the worker pool. One goroutine
@@ -25,6 +30,7 @@ type dispatcher struct {
 	r     *Reactor
 	pool  *pool.Pool
 	slots chan struct{} // a token per free worker slot
+	batch int           // free slots worth a claim of their own under a backlog
 	freed chan struct{} // coalescing: a worker gave a slot back
 	hints chan time.Time
 }
@@ -36,6 +42,7 @@ func newDispatcher(r *Reactor) *dispatcher {
 		slots: make(chan struct{}, r.cfg.WorkerConcurrency),
 		freed: make(chan struct{}, 1),
 		hints: make(chan time.Time, hintBuffer),
+		batch: max(1, r.cfg.WorkerConcurrency/4),
 	}
 	for range r.cfg.WorkerConcurrency {
 		d.slots <- struct{}{}
@@ -77,6 +84,10 @@ func (d *dispatcher) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	batchTimer := time.NewTimer(time.Hour)
+	batchTimer.Stop()
+	defer batchTimer.Stop()
+	batchArmed := false
 
 	var (
 		next      time.Time // when timer fires; zero when disarmed
@@ -165,6 +176,16 @@ func (d *dispatcher) run(ctx context.Context) {
 			skewDelay = skewRetryFirst
 			arm(t)
 		case <-d.freed:
+			switch {
+			case !mayHave:
+			case d.free() >= d.batch:
+				claimNow = true
+			case !batchArmed:
+				batchArmed = true
+				batchTimer.Reset(claimBatchWait)
+			}
+		case <-batchTimer.C:
+			batchArmed = false
 			claimNow = mayHave
 		case <-timer.C:
 			next = time.Time{}

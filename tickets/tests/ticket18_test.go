@@ -2,6 +2,7 @@ package tests
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,15 +28,17 @@ func TestTicket18NotifyWakesAnotherInstance(t *testing.T) {
 	// B's start-up claim and NextAvailable are behind it once it leads.
 	rxEventually(t, 5*time.Second, "B leads", b.Reactor.IsLeader)
 
+	// Each run must start long before the idle poll could explain it, and
+	// the typical (median) one within 100ms: a single slow one on a
+	// loaded CI machine is not the invariant breaking.
 	const bound = 100 * time.Millisecond
-	for i := range 5 {
+	var delays []time.Duration
+	for i := range 7 {
 		run := a.TriggerSilently(t, job.ID)
 		committed := time.Now()
 		select {
 		case at := <-arrived:
-			if d := at.Sub(committed); d > bound {
-				t.Errorf("run %d started %s after it was created, want within %s", i, d, bound)
-			}
+			delays = append(delays, at.Sub(committed))
 		case <-time.After(5 * time.Second):
 			t.Fatalf("run %d did not start within 5s (idle poll is a minute): no LISTEN/NOTIFY wake-up", i)
 		}
@@ -44,4 +47,9 @@ func TestTicket18NotifyWakesAnotherInstance(t *testing.T) {
 			t.Errorf("run %d attempts %+v, want one by %s", run.ID, r.Attempts, b.Name)
 		}
 	}
+	slices.Sort(delays)
+	if m := delays[len(delays)/2]; m > bound {
+		t.Errorf("runs started a median %s after they were created (all: %v), want within %s", m, delays, bound)
+	}
+	t.Logf("created on A -> target called by B: %v", delays)
 }
