@@ -33,6 +33,9 @@ const (
 	// shutdown cut short would leave us not knowing whether we hold the
 	// lock.
 	leaderOpTimeout = 2 * time.Second
+	// leaderMaxWait caps one wait in the lock queue, and with it how long
+	// a follower can hold up a shutdown.
+	leaderMaxWait = time.Second
 	// leaderConnectTimeout bounds opening the leadership connection.
 	leaderConnectTimeout = 5 * time.Second
 	// leaderMaxBackoff caps the wait between reconnects while the database
@@ -164,7 +167,16 @@ func (l *Leader) session(ctx context.Context, conn *sql.LeaderConn, wake *bus.Wa
 	defer poll.Stop()
 	following := false
 	for {
-		ok, err := l.tryLock(conn)
+		var ok bool
+		var err error
+		if following {
+			// Wait in the server's lock queue rather than poll: the lock
+			// passes to us the instant the leader's session ends, even
+			// after a kill -9 that announced nothing.
+			ok, err = l.waitLock(conn)
+		} else {
+			ok, err = l.tryLock(conn)
+		}
 		if err != nil {
 			// The outcome is unknown: the lock may have been taken. Closing
 			// the connection releases it either way.
@@ -193,6 +205,10 @@ func (l *Leader) session(ctx context.Context, conn *sql.LeaderConn, wake *bus.Wa
 			// The work returned by itself: leadership was given up, follow
 			// again from the next poll.
 			poll.Reset(l.cfg.PollInterval)
+		}
+		if following && ctx.Err() == nil {
+			// waitLock already waited out the poll interval.
+			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -300,6 +316,17 @@ func (l *Leader) tryLock(conn *sql.LeaderConn) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), leaderOpTimeout)
 	defer cancel()
 	return conn.TryLock(ctx)
+}
+
+// waitLock waits in the lock queue for at most one poll interval, capped
+// at leaderMaxWait so that a shutdown is never held up for long. The wait
+// runs under a detached context and ends by itself (lock_timeout), so a
+// shutdown never cuts it short with the outcome unknown.
+func (l *Leader) waitLock(conn *sql.LeaderConn) (bool, error) {
+	wait := min(l.cfg.PollInterval, leaderMaxWait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait+leaderOpTimeout)
+	defer cancel()
+	return conn.WaitLock(ctx, wait)
 }
 
 func (l *Leader) ping(conn *sql.LeaderConn) error {
