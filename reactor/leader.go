@@ -50,9 +50,11 @@ const LogFollowing = "following: the lock is held elsewhere"
 // Leader elects one leader among the instances sharing a database: whoever
 // holds a Postgres advisory lock, on a dedicated connection, leads.
 //
-// A follower tries for the lock every PollInterval and at once when the bus
-// carries another instance's resignation (EventLeaderChanged with Op
-// "resigned", from the listener). The leader runs the leader work and pings
+// A follower waits for the lock in the server's lock queue, one
+// PollInterval (at most a second) at a time, so it is handed the lock the
+// instant the leader's session ends, even after a kill -9; between waits,
+// another instance's resignation (EventLeaderChanged with Op "resigned",
+// from the listener) makes it try at once. The leader runs the leader work and pings
 // its connection; if a ping fails it stops the work at once, since the
 // server may already have handed the lock to someone else.
 //
