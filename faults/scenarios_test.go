@@ -40,7 +40,7 @@ func scenarios() []scenario {
 		{
 			name:   "leader_kill",
 			exp:    expectations{duplicates: true, gaps: true},
-			window: pick(15*time.Second, 30*time.Second, 60*time.Second),
+			window: pick(12*time.Second, 20*time.Second, 60*time.Second),
 			fault:  leaderKills,
 		},
 		{
@@ -52,7 +52,7 @@ func scenarios() []scenario {
 		{
 			name:   "db_cut",
 			exp:    expectations{duplicates: true, gaps: true},
-			window: pick(15*time.Second, 18*time.Second, 20*time.Second),
+			window: pick(10*time.Second, 15*time.Second, 20*time.Second),
 			fault: func(t *testing.T, s *scenarioRun) {
 				dbFault(t, s, "cut", pick(5*time.Second, 10*time.Second, 10*time.Second), s.c.proxy.Cut)
 			},
@@ -60,7 +60,7 @@ func scenarios() []scenario {
 		{
 			name:   "db_stall",
 			exp:    expectations{duplicates: true, gaps: true},
-			window: pick(15*time.Second, 18*time.Second, 20*time.Second),
+			window: pick(10*time.Second, 15*time.Second, 20*time.Second),
 			fault: func(t *testing.T, s *scenarioRun) {
 				dbFault(t, s, "stall", pick(5*time.Second, 10*time.Second, 10*time.Second), s.c.proxy.Stall)
 			},
@@ -75,7 +75,7 @@ func scenarios() []scenario {
 			name:   "trigger_burst",
 			window: pick(8*time.Second, 10*time.Second, 15*time.Second),
 			fault: func(t *testing.T, s *scenarioRun) {
-				triggerBurst(t, s, pick(1000, 5000, 5000))
+				triggerBurst(t, s, pick(1000, 3000, 5000))
 			},
 		},
 	}
@@ -120,7 +120,7 @@ func runScenario(t *testing.T, sc scenario) {
 		}
 	}
 	c.waitLeader(t, 20*time.Second)
-	time.Sleep(3 * time.Second)
+	time.Sleep(2 * time.Second)
 	stopDrive()
 	windowEnd := w.disableCrons(t)
 	t3 := time.Now()
@@ -279,7 +279,7 @@ func triggerBurst(t *testing.T, s *scenarioRun, n int) {
 	sleepUntil(time.Now().Add(2 * time.Second))
 	before := len(s.c.target.deliveries())
 	start := time.Now()
-	s.w.burst(context.Background(), n, 32)
+	s.w.burst(context.Background(), n, 48)
 	sent := time.Since(start)
 	deadline := time.Now().Add(90 * time.Second)
 	for len(s.c.target.deliveries())-before < n && time.Now().Before(deadline) {
