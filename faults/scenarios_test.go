@@ -40,19 +40,19 @@ func scenarios() []scenario {
 		{
 			name:   "leader_kill",
 			exp:    expectations{duplicates: true, gaps: true},
-			window: pick(12*time.Second, 20*time.Second, 60*time.Second),
+			window: pick(10*time.Second, 15*time.Second, 60*time.Second),
 			fault:  leaderKills,
 		},
 		{
 			name:   "worker_kill_in_flight",
 			exp:    expectations{duplicates: true, gaps: true},
-			window: pick(8*time.Second, 12*time.Second, 30*time.Second),
+			window: pick(6*time.Second, 10*time.Second, 30*time.Second),
 			fault:  workerKills,
 		},
 		{
 			name:   "db_cut",
 			exp:    expectations{duplicates: true, gaps: true},
-			window: pick(10*time.Second, 15*time.Second, 20*time.Second),
+			window: pick(9*time.Second, 13*time.Second, 20*time.Second),
 			fault: func(t *testing.T, s *scenarioRun) {
 				dbFault(t, s, "cut", pick(5*time.Second, 10*time.Second, 10*time.Second), s.c.proxy.Cut)
 			},
@@ -60,7 +60,7 @@ func scenarios() []scenario {
 		{
 			name:   "db_stall",
 			exp:    expectations{duplicates: true, gaps: true},
-			window: pick(10*time.Second, 15*time.Second, 20*time.Second),
+			window: pick(9*time.Second, 13*time.Second, 20*time.Second),
 			fault: func(t *testing.T, s *scenarioRun) {
 				dbFault(t, s, "stall", pick(5*time.Second, 10*time.Second, 10*time.Second), s.c.proxy.Stall)
 			},
@@ -68,14 +68,14 @@ func scenarios() []scenario {
 		{
 			name:   "rolling_restart",
 			work:   func(w *workloadConfig) { w.rate = 30 },
-			window: pick(10*time.Second, 15*time.Second, 40*time.Second),
+			window: pick(8*time.Second, 10*time.Second, 40*time.Second),
 			fault:  rollingRestart,
 		},
 		{
 			name:   "trigger_burst",
 			window: pick(8*time.Second, 10*time.Second, 15*time.Second),
 			fault: func(t *testing.T, s *scenarioRun) {
-				triggerBurst(t, s, pick(1000, 3000, 5000))
+				triggerBurst(t, s, pick(1000, 2000, 5000))
 			},
 		},
 	}
@@ -244,7 +244,7 @@ func busiestWorker(t *testing.T, s *scenarioRun, within time.Duration) string {
 // dbFault breaks the database path (cut or stall) for d, mid-window.
 func dbFault(t *testing.T, s *scenarioRun, what string, d time.Duration, apply func()) {
 	end := s.start.Add(s.w.cfg.window)
-	sleepUntil(time.Now().Add(3 * time.Second))
+	sleepUntil(time.Now().Add(2 * time.Second))
 	leader, _ := s.c.leader(context.Background())
 	done := s.c.faults.begin(what)
 	apply()
