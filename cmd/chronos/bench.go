@@ -85,6 +85,7 @@ type benchFlags struct {
 	binary      string
 	concurrency int
 	logLevel    string
+	statements  bool
 
 	runs      int           // throughput
 	triggers  int           // latency
@@ -117,7 +118,7 @@ func (f benchFlags) withDefaults() benchFlags {
 	pick(&f.runs, 50_000, 5_000)
 	pick(&f.triggers, 500, 100)
 	pick(&f.rate, 100, 50)
-	pick(&f.loadRate, 2_000, 500)
+	pick(&f.loadRate, 1_000, 200)
 	pick(&f.jobs, 20, 5)
 	pickD(&f.duration, 60*time.Second, 5*time.Second)
 	pickD(&f.idle, 60*time.Second, 10*time.Second)
@@ -338,11 +339,12 @@ func runBench(ctx context.Context, args []string, env *environ) error {
 	fs.BoolVar(&f.procs, "procs", false, "start the instances as child processes (`chronos serve`) instead of in-process")
 	fs.StringVar(&f.binary, "binary", "", "the chronos binary for child processes (default: this executable)")
 	fs.IntVar(&f.concurrency, "concurrency", 32, "WORKER_CONCURRENCY of each instance")
+	fs.BoolVar(&f.statements, "statements", false, "throughput, latency: route the instances through a counting proxy and break their statements down")
 	fs.StringVar(&f.logLevel, "log-level", "error", "log level of the instances (debug, info, warn, error)")
 	fs.IntVar(&f.runs, "runs", 0, "throughput: runs due at once (default 50000; quick 5000)")
 	fs.IntVar(&f.triggers, "triggers", 0, "latency: triggers per phase (default 500; quick 100)")
 	fs.IntVar(&f.rate, "rate", 0, "latency: triggers per second in the under-load phase (default 100; quick 50)")
-	fs.IntVar(&f.loadRate, "load-rate", 0, "latency: background runs per second in the under-load phase (default 2000; quick 500)")
+	fs.IntVar(&f.loadRate, "load-rate", 0, "latency: background runs per second in the under-load phase (default 1000; quick 200)")
 	fs.IntVar(&f.jobs, "jobs", 0, "schedule: jobs firing every second (default 20; quick 5)")
 	fs.DurationVar(&f.duration, "duration", 0, "schedule: how long to watch them (default 60s; quick 5s)")
 	fs.DurationVar(&f.idle, "idle", 0, "idle: how long to watch the idle instance (default 60s; quick 10s)")
@@ -386,10 +388,12 @@ func runBench(ctx context.Context, args []string, env *environ) error {
 			} else {
 				b.progress("%s", name)
 			}
+			began := time.Now()
 			r, err := benchScenarios[name](ctx, b)
 			if err != nil {
 				return fmt.Errorf("bench %s: %w", name, err)
 			}
+			b.progress("%s took %s", name, time.Since(began).Round(100*time.Millisecond))
 			r.param("load_avg", loadAverage())
 			runs = append(runs, r)
 			b.emit(r)

@@ -45,6 +45,7 @@ type benchEnv struct {
 	db     *sql.DB
 	target *benchTarget
 	insts  []benchInstance
+	proxy  *countingProxy // --statements: between the instances and Postgres
 }
 
 // newEnv prepares a migrated database (a throwaway one unless DATABASE_URL
@@ -101,6 +102,9 @@ func (e *benchEnv) close() {
 		})
 	}
 	wg.Wait()
+	if e.proxy != nil {
+		e.proxy.close()
+	}
 	if e.target != nil {
 		e.target.close()
 	}
@@ -371,6 +375,17 @@ type benchInstance interface {
 // startInstances starts n instances (in-process, or child processes with
 // --procs, or when child is true) and waits until each is ready.
 func (e *benchEnv) startInstances(ctx context.Context, n int, child bool) error {
+	dsn := e.dsn
+	if e.b.flags.statements {
+		hostPort, err := dsnHostPort(e.dsn)
+		if err != nil {
+			return fmt.Errorf("--statements: %w", err)
+		}
+		if e.proxy, err = startCountingProxy(hostPort); err != nil {
+			return err
+		}
+		dsn = viaProxy(e.dsn, e.proxy.addr())
+	}
 	for i := range n {
 		name := fmt.Sprintf("bench-%d", i+1)
 		var (
@@ -378,9 +393,9 @@ func (e *benchEnv) startInstances(ctx context.Context, n int, child bool) error 
 			err error
 		)
 		if child || e.b.flags.procs {
-			in, err = startChild(ctx, e.b, e.dsn, name)
+			in, err = startChild(ctx, e.b, dsn, name)
 		} else {
-			in, err = startInProcess(ctx, e.b, e.dsn, name)
+			in, err = startInProcess(ctx, e.b, dsn, name)
 		}
 		if err != nil {
 			return fmt.Errorf("start instance %s: %w", name, err)

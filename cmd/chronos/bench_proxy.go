@@ -196,6 +196,14 @@ func stmtClass(q string) string {
 		return "leader_trylock"
 	case strings.Contains(l, "for update skip locked") && strings.Contains(l, "leased_until = now()") && strings.Contains(l, "status = 'pending'"):
 		return "claim"
+	case strings.Contains(l, "set status = 'running'"):
+		return "start"
+	case strings.Contains(l, "unnest($1::bigint[], $2::text[]"):
+		return "complete"
+	case strings.HasPrefix(l, "update job_runs set leased_until"):
+		return "renew"
+	case strings.Contains(l, "released as"):
+		return "release"
 	case strings.Contains(l, "min(available_at)"):
 		return "next_available"
 	case strings.Contains(l, "from jobs j where enabled and next_run_at"):
@@ -219,6 +227,22 @@ func stmtClass(q string) string {
 		q = q[:40] + "..."
 	}
 	return q
+}
+
+// breakdownPer is breakdown scaled to statements per 1000 of n runs.
+func breakdownPer(counts map[stmtKey]int, instance string, n int) []string {
+	scaled := map[stmtKey]int{}
+	for k, c := range counts {
+		scaled[k] = c
+	}
+	out := breakdown(scaled, instance)
+	for i, item := range out {
+		name, num, _ := strings.Cut(item, " ")
+		var c float64
+		fmt.Sscan(num, &c)
+		out[i] = fmt.Sprintf("%s %.0f", name, c*1000/float64(n))
+	}
+	return out
 }
 
 // breakdown groups counts by connection kind and statement class, most

@@ -58,6 +58,15 @@ func benchThroughput(ctx context.Context, b *bencher) (*benchResult, error) {
 
 	// The runs are inserted a little ahead of their available_at, so the
 	// insert itself is not timed and every run becomes due at once.
+	sampler, err := newStatSampler(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	defer sampler.close()
+	xacts0, err := sampler.sample(ctx)
+	if err != nil {
+		return nil, err
+	}
 	due := time.Now().Add(time.Second + time.Duration(n)*30*time.Microsecond)
 	insertStart := time.Now()
 	if err := e.insertRuns(ctx, job.ID, n, due); err != nil {
@@ -97,6 +106,15 @@ func benchThroughput(ctx context.Context, b *bencher) (*benchResult, error) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	recorded := time.Now()
+	if e.proxy != nil {
+		counts := e.proxy.take()
+		res.note("statements per 1000 runs: %s", strings.Join(breakdownPer(counts, e.insts[0].name(), n), ", "))
+	}
+	time.Sleep(time.Second) // Postgres publishes backend statistics at most once a second
+	xacts1, err := sampler.sample(ctx)
+	if err != nil {
+		return nil, err
+	}
 	burn := last.Sub(t0)
 	res.metric("runs_per_s", float64(n)/burn.Seconds(), "runs/s")
 	res.ms("burn_down", burn)
@@ -104,6 +122,8 @@ func benchThroughput(ctx context.Context, b *bencher) (*benchResult, error) {
 	res.metric("recorded_per_s", float64(n)/recorded.Sub(t0).Seconds(), "runs/s")
 	res.ms("all_recorded", recorded.Sub(t0))
 	res.metric("insert_runs_per_s", float64(n)/inserted.Sub(insertStart).Seconds(), "runs/s")
+	// The insert and the bench's own counting are 2 of these.
+	res.metric("db_"+sampler.unit+"_per_run", (xacts1-xacts0-sampler.own*2)/float64(n), sampler.unit)
 	res.metric("delivered", float64(len(seen)), "runs")
 	res.metric("duplicate_deliveries", float64(len(arr)-len(seen)), "requests")
 	if len(seen) != n {
