@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,7 +35,7 @@ func openDB(t *testing.T, dsn, instance string) *sql.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	db, err := sql.Open(ctx, dsn, instance)
+	db, err := sql.Open(ctx, limitPool(dsn), instance)
 	if err != nil {
 		t.Fatalf("open database: %v", err)
 	}
@@ -182,4 +183,16 @@ func runOf(t testing.TB, db *sql.DB, id int64) *chronos.Run {
 		t.Fatalf("run %d: %v", id, err)
 	}
 	return r
+}
+
+// limitPool caps a test pool's connections: the tests of every package share
+// one server, and its connection limit is the first thing they exhaust.
+func limitPool(dsn string) string {
+	if strings.Contains(dsn, "pool_max_conns") {
+		return dsn
+	}
+	if strings.Contains(dsn, "?") {
+		return dsn + "&pool_max_conns=8"
+	}
+	return dsn + "?pool_max_conns=8"
 }

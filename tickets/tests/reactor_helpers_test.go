@@ -7,6 +7,7 @@ import (
 	nethttp "net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,7 +39,7 @@ func rxOpen(t testing.TB, dsn, instance string) *sql.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	db, err := sql.Open(ctx, dsn, instance)
+	db, err := sql.Open(ctx, rxLimitPool(dsn), instance)
 	if err != nil {
 		t.Fatalf("open database: %v", err)
 	}
@@ -254,4 +255,16 @@ func rxWaitTerminal(t testing.TB, db *sql.DB, id int64, d time.Duration) *chrono
 		return r.Status.Terminal()
 	})
 	return r
+}
+
+// rxLimitPool caps a test pool's connections: the tests of every package share
+// one server, and its connection limit is the first thing they exhaust.
+func rxLimitPool(dsn string) string {
+	if strings.Contains(dsn, "pool_max_conns") {
+		return dsn
+	}
+	if strings.Contains(dsn, "?") {
+		return dsn + "&pool_max_conns=8"
+	}
+	return dsn + "?pool_max_conns=8"
 }
