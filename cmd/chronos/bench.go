@@ -86,6 +86,7 @@ type benchFlags struct {
 	concurrency int
 	logLevel    string
 	statements  bool
+	asyncCommit bool
 
 	runs      int           // throughput
 	triggers  int           // latency
@@ -340,6 +341,7 @@ func runBench(ctx context.Context, args []string, env *environ) error {
 	fs.StringVar(&f.binary, "binary", "", "the chronos binary for child processes (default: this executable)")
 	fs.IntVar(&f.concurrency, "concurrency", 32, "WORKER_CONCURRENCY of each instance")
 	fs.BoolVar(&f.statements, "statements", false, "throughput, latency: route the instances through a counting proxy and break their statements down")
+	fs.BoolVar(&f.asyncCommit, "async-commit", false, "in-process instances: the reactor gets its own pool with synchronous_commit=off (the API's stays synchronous)")
 	fs.StringVar(&f.logLevel, "log-level", "error", "log level of the instances (debug, info, warn, error)")
 	fs.IntVar(&f.runs, "runs", 0, "throughput: runs due at once (default 50000; quick 5000)")
 	fs.IntVar(&f.triggers, "triggers", 0, "latency: triggers per phase (default 500; quick 100)")
@@ -357,6 +359,9 @@ func runBench(ctx context.Context, args []string, env *environ) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return usagef("bench: invalid --log-level %q: must be debug, info, warn or error", f.logLevel)
+	}
+	if f.asyncCommit && f.procs {
+		return usagef("bench: --async-commit needs in-process instances (serve has one pool)")
 	}
 	if f.binary == "" {
 		f.binary, _ = os.Executable()

@@ -173,6 +173,19 @@ func withDatabase(dsn, db string) (string, error) {
 	return dsn + " dbname=" + db, nil
 }
 
+// withParam adds a run-time parameter to dsn (URL or keyword/value form).
+func withParam(dsn, name, value string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		if u, err := url.Parse(dsn); err == nil {
+			q := u.Query()
+			q.Set(name, value)
+			u.RawQuery = q.Encode()
+			return u.String()
+		}
+	}
+	return dsn + " " + name + "=" + value
+}
+
 // redactDSN hides a URL's password in messages.
 func redactDSN(dsn string) string {
 	if u, err := url.Parse(dsn); err == nil && u.User != nil {
@@ -424,6 +437,7 @@ type inProcess struct {
 	id     string
 	addr   string
 	db     *sql.DB
+	rdb    *sql.DB // the reactor's pool: db, or an async-commit one
 	r      *reactor.Reactor
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -435,6 +449,17 @@ func startInProcess(ctx context.Context, b *bencher, dsn, id string) (*inProcess
 	if err != nil {
 		return nil, err
 	}
+	rdb := db // the reactor's pool
+	if b.flags.asyncCommit {
+		// Claims, starts and completions need not wait for the WAL flush:
+		// one lost in a server crash means the run is delivered again,
+		// which at-least-once delivery allows. Runs are still created
+		// (API) on a synchronous pool.
+		if rdb, err = sql.Open(ctx, withParam(dsn, "synchronous_commit", "off"), id); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		db.Close()
@@ -445,11 +470,11 @@ func startInProcess(ctx context.Context, b *bencher, dsn, id string) (*inProcess
 	r := reactor.New(reactor.Config{
 		DSN: dsn, Instance: id, WorkerConcurrency: b.flags.concurrency, AllowPrivateTargets: true,
 		ShutdownTimeout: 10 * time.Second,
-	}, db, bs, b.log)
+	}, rdb, bs, b.log)
 	api := chttp.NewServer(chttp.Config{Instance: id, AuthDisabled: true}, db, bs, probe{lst, r}, b.log)
 	hs := &nethttp.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &inProcess{id: id, addr: "http://" + ln.Addr().String(), db: db, r: r, cancel: cancel, errs: make(chan error, 4)}
+	p := &inProcess{id: id, addr: "http://" + ln.Addr().String(), db: db, rdb: rdb, r: r, cancel: cancel, errs: make(chan error, 4)}
 	run := func(name string, f func() error) {
 		p.wg.Go(func() {
 			if err := f(); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
@@ -486,6 +511,9 @@ func (p *inProcess) isLeader(_ context.Context) bool { return p.r.IsLeader() }
 func (p *inProcess) stop() error {
 	p.cancel()
 	p.wg.Wait()
+	if p.rdb != p.db {
+		p.rdb.Close()
+	}
 	p.db.Close()
 	close(p.errs)
 	var all []error

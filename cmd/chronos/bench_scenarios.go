@@ -55,6 +55,7 @@ func benchThroughput(ctx context.Context, b *bencher) (*benchResult, error) {
 	res.param("instances", f.instances)
 	res.param("concurrency", f.concurrency)
 	res.param("procs", f.procs)
+	res.param("async_commit", f.asyncCommit)
 
 	// The runs are inserted a little ahead of their available_at, so the
 	// insert itself is not timed and every run becomes due at once.
@@ -177,6 +178,7 @@ func benchLatency(ctx context.Context, b *bencher) (*benchResult, error) {
 	res.param("load_rate", f.loadRate)
 	res.param("instances", f.instances)
 	res.param("concurrency", f.concurrency)
+	res.param("async_commit", f.asyncCommit)
 
 	one := func() (deliver, answer time.Duration, err error) {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
