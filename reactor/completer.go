@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -18,6 +19,10 @@ const (
 	completeTimeout  = 10 * time.Second       // per db.Complete call
 	completeRetryFor = 20 * time.Second       // how long a failing batch is retried
 	completeBackoff  = 100 * time.Millisecond // first pause between retries
+	// completeWriters batches may be in flight at once: while one waits
+	// for its commit (a WAL flush), the next is collected and sent, and
+	// Postgres flushes concurrent commits together.
+	completeWriters = 2
 )
 
 // completion is one outcome on its way to the database, with what the
@@ -52,10 +57,21 @@ func newCompleter(db *sql.DB, b *bus.Bus, log *slog.Logger, instance string, buf
 // back-pressure from a slow database.
 func (c *completer) submit(x completion) { c.in <- x }
 
-// run writes batches until in is closed and drained. It does not watch a
-// context: closing in is how the reactor says every worker is done, and
-// every queued outcome must still be written.
+// run writes batches with completeWriters goroutines until in is closed
+// and drained. It does not watch a context: closing in is how the reactor
+// says every worker is done, and every queued outcome must still be
+// written. Outcomes of different runs are independent, so the batches may
+// commit in any order.
 func (c *completer) run() {
+	var wg sync.WaitGroup
+	for range completeWriters {
+		wg.Go(c.writer)
+	}
+	wg.Wait()
+}
+
+// writer is one of run's goroutines.
+func (c *completer) writer() {
 	batch := make([]completion, 0, completeMaxBatch)
 	for {
 		x, ok := <-c.in
