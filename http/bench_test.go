@@ -24,6 +24,8 @@ func BenchmarkListJobs(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// Released before a Fatal's cleanup closes the pool, which would wait for it.
+	defer func() { _ = tx.Rollback(ctx) }()
 	// Triggers off for the bulk load: 100k NOTIFYs are not what is measured.
 	if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
 		b.Fatal(err)
@@ -31,8 +33,8 @@ func BenchmarkListJobs(b *testing.B) {
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO jobs (name, cron_expr, timezone, target_url, headers, payload, next_run_at)
 		SELECT 'bench-' || g, '*/5 * * * *', 'Europe/Berlin', 'http://127.0.0.1:9/hook/' || g,
-		       '{"X-Env": "bench"}', '{"n": ' || g || '}', now() + (g % 300) * interval '1 second'
-		FROM generate_series(1, $1) g`, n); err != nil {
+		       '{"X-Env": "bench"}', ('{"n": ' || g || '}')::json, now() + (g % 300) * interval '1 second'
+		FROM generate_series(1, $1::int) g`, n); err != nil {
 		b.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {

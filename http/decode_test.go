@@ -166,6 +166,14 @@ func TestQueryValidation(t *testing.T) {
 		w := e.do("GET", path, nil)
 		wantFields(t, w, field)
 	}
+	// Whatever the cursor, never a 5xx.
+	for _, c := range []string{"", "AAAA", "eyJpZCI6LTF9", "eyJpZCI6IngifQ", "%00", strings.Repeat("A", 5000), "MTIz", "-1", "9999999999999999999999", "%FF%FE"} {
+		for _, p := range []string{"/v1/jobs?cursor=", runs + "?cursor="} {
+			if w := e.do("GET", p+c, nil); w.Code >= 500 {
+				t.Fatalf("cursor %q: %d %s", c, w.Code, w.Body.String())
+			}
+		}
+	}
 	// A huge limit is capped, not refused.
 	wantStatus(t, e.do("GET", "/v1/jobs?limit=100000", nil), nethttp.StatusOK)
 	wantStatus(t, e.do("GET", "/v1/jobs?limit=99999999999999999999999", nil), nethttp.StatusOK)
