@@ -315,15 +315,17 @@ type faultLog struct {
 	windows []interval
 }
 
-// begin records the start of a fault; the returned func records its end.
-func (f *faultLog) begin(what string) (end func()) {
+// begin records the start of a fault; the returned func records its end,
+// plus aftermath: how long its effects may outlast it (a stalled statement
+// holds its row locks until its client's timeout gives up on it).
+func (f *faultLog) begin(what string, aftermath time.Duration) (end func()) {
 	f.mu.Lock()
 	i := len(f.windows)
 	f.windows = append(f.windows, interval{who: what, start: time.Now()})
 	f.mu.Unlock()
 	return func() {
 		f.mu.Lock()
-		f.windows[i].end = time.Now()
+		f.windows[i].end = time.Now().Add(aftermath)
 		f.mu.Unlock()
 	}
 }

@@ -54,7 +54,7 @@ func scenarios() []scenario {
 			exp:    expectations{duplicates: true, gaps: true},
 			window: pick(9*time.Second, 13*time.Second, 20*time.Second),
 			fault: func(t *testing.T, s *scenarioRun) {
-				dbFault(t, s, "cut", pick(5*time.Second, 10*time.Second, 10*time.Second), s.c.proxy.Cut)
+				dbFault(t, s, "cut", pick(5*time.Second, 10*time.Second, 10*time.Second), 0, s.c.proxy.Cut)
 			},
 		},
 		{
@@ -62,7 +62,9 @@ func scenarios() []scenario {
 			exp:    expectations{duplicates: true, gaps: true},
 			window: pick(9*time.Second, 13*time.Second, 20*time.Second),
 			fault: func(t *testing.T, s *scenarioRun) {
-				dbFault(t, s, "stall", pick(5*time.Second, 10*time.Second, 10*time.Second), s.c.proxy.Stall)
+				// A statement caught in the stall keeps its row locks until
+				// its client's timeout (the completer's is 10 s) gives up.
+				dbFault(t, s, "stall", pick(5*time.Second, 10*time.Second, 10*time.Second), 10*time.Second, s.c.proxy.Stall)
 			},
 		},
 		{
@@ -120,16 +122,40 @@ func runScenario(t *testing.T, sc scenario) {
 		}
 	}
 	c.waitLeader(t, 20*time.Second)
+	resumed := waitSchedule(t, c, w, 30*time.Second)
 	time.Sleep(2 * time.Second)
 	stopDrive()
 	windowEnd := w.disableCrons(t)
 	t3 := time.Now()
 	drain(t, c, 60*time.Second)
 	m.stop()
-	t.Logf("scenario %s: cluster up in %s, 200 jobs in %s, %s of faults and recovery, drained in %s; %d kills; proxy %+v",
+	t.Logf("scenario %s: cluster up in %s, 200 jobs in %s, %s of faults and recovery (schedule current again %s after the faults), drained in %s; %d kills; proxy %+v",
 		sc.name, t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), t3.Sub(t2).Round(time.Second),
-		time.Since(t3).Round(time.Millisecond), len(s.kills), c.proxy.Stats())
+		resumed.Round(time.Millisecond), time.Since(t3).Round(time.Millisecond), len(s.kills), c.proxy.Stats())
 	check(t, c, w, m, s.kills, windowEnd, sc.exp)
+}
+
+// waitSchedule waits until every cron job has a run scheduled at or after
+// now (the materializer has caught up after the faults) and returns how
+// long that took.
+func waitSchedule(t *testing.T, c *cluster, w *workload, within time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(within)
+	for {
+		var behind int
+		err := c.db.Pool.QueryRow(context.Background(), `
+			SELECT count(*) FROM unnest($1::bigint[]) AS j(id)
+			 WHERE NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.scheduled_at >= now())`, w.crons).Scan(&behind)
+		if err == nil && behind == 0 {
+			return time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			c.dumpLogs(t, 60)
+			t.Fatalf("%d cron jobs still without a current run %s after the faults ended (err %v)", behind, within, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // sleepUntil sleeps until at (or returns at once when it is past).
@@ -242,11 +268,11 @@ func busiestWorker(t *testing.T, s *scenarioRun, within time.Duration) string {
 }
 
 // dbFault breaks the database path (cut or stall) for d, mid-window.
-func dbFault(t *testing.T, s *scenarioRun, what string, d time.Duration, apply func()) {
+func dbFault(t *testing.T, s *scenarioRun, what string, d, aftermath time.Duration, apply func()) {
 	end := s.start.Add(s.w.cfg.window)
 	sleepUntil(time.Now().Add(2 * time.Second))
 	leader, _ := s.c.leader(context.Background())
-	done := s.c.faults.begin(what)
+	done := s.c.faults.begin(what, aftermath)
 	apply()
 	time.Sleep(d)
 	s.c.proxy.Restore()
