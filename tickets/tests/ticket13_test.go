@@ -134,7 +134,7 @@ func TestTicket13(t *testing.T) {
 		}
 	}
 	t.Logf("%d iterations, %d leaders: %d acquisitions, in %v", done, 2*done, acquisitions.Load(), time.Since(began).Round(time.Millisecond))
-	if int(acquisitions.Load()) < done/4 {
+	if int(acquisitions.Load()) < done/8 {
 		t.Fatalf("the lock was acquired only %d times: shutdown hardly ever raced leadership", acquisitions.Load())
 	}
 }
