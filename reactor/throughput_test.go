@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,15 @@ import (
 // runs against a local 2xx target (b.N runs; reports runs/s):
 //
 //	go test -run '^$' -bench BurnDown -benchtime 20000x ./reactor/
+//
+// As in BenchmarkTriggerToTarget, "async-commit" gives the reactor a pool
+// with synchronous_commit=off.
 func BenchmarkBurnDown(b *testing.B) {
+	b.Run("sync", func(b *testing.B) { benchBurnDown(b, "") })
+	b.Run("async-commit", func(b *testing.B) { benchBurnDown(b, "synchronous_commit=off") })
+}
+
+func benchBurnDown(b *testing.B, reactorParams string) {
 	dsn := sqltest.NewURL(b)
 	ctx := context.Background()
 	db, err := sql.Open(ctx, dsn, "bench")
@@ -27,6 +36,17 @@ func BenchmarkBurnDown(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
+	rdb := db
+	if reactorParams != "" {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		if rdb, err = sql.Open(ctx, dsn+sep+reactorParams, "bench-reactor"); err != nil {
+			b.Fatal(err)
+		}
+		defer rdb.Close()
+	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
 	job := &chronos.Job{Name: "burn", TargetURL: srv.URL, Enabled: true}
@@ -45,7 +65,7 @@ func BenchmarkBurnDown(b *testing.B) {
 	attempted := bs.Subscribe(1<<16, func(e chronos.Event) bool { return e.Type == chronos.EventAttempted })
 	defer attempted.Close()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	r := New(Config{DSN: dsn, Instance: "bench", WorkerConcurrency: 64, IdlePollInterval: time.Minute, AllowPrivateTargets: true}, db, bs, log)
+	r := New(Config{DSN: dsn, Instance: "bench", WorkerConcurrency: 64, IdlePollInterval: time.Minute, AllowPrivateTargets: true}, rdb, bs, log)
 	rctx, cancel := context.WithCancel(ctx)
 	rdone := make(chan error, 1)
 	b.ResetTimer()
