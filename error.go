@@ -14,6 +14,7 @@ const (
 	ECONFLICT     = "conflict"     // 409: the request is valid but the state forbids it
 	EUNAUTHORIZED = "unauthorized" // 401
 	ETOOLARGE     = "too_large"    // 413: the request body is over the limit
+	EUNAVAILABLE  = "unavailable"  // 503: a dependency (the database) is unreachable; retry
 	EINTERNAL     = "internal"     // 500: a bug
 )
 

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
 )
 
 // envelope is the JSON body of every error response.
@@ -29,6 +30,8 @@ func statusOf(code string) int {
 		return nethttp.StatusUnauthorized
 	case chronos.ETOOLARGE:
 		return nethttp.StatusRequestEntityTooLarge
+	case chronos.EUNAVAILABLE:
+		return nethttp.StatusServiceUnavailable
 	}
 	return nethttp.StatusInternalServerError
 }
@@ -52,6 +55,14 @@ func (s *Server) fail(c *gin.Context, err error) {
 		// The client hung up: not a bug, and nobody is there to read a 500.
 		s.log.Info("request abandoned by client", slog.String("request_id", requestIDOf(c)), slog.String("error", err.Error()))
 		c.AbortWithStatus(statusClientClosed)
+		return
+	}
+	if sql.Unavailable(err) {
+		// The database is unreachable: not a bug, and worth a retry.
+		s.log.Warn("database unavailable", slog.String("request_id", requestIDOf(c)),
+			slog.String("method", c.Request.Method), slog.String("path", c.Request.URL.Path), slog.String("error", err.Error()))
+		c.Header("Retry-After", "1")
+		writeEnvelope(c, nethttp.StatusServiceUnavailable, &chronos.Error{Code: chronos.EUNAVAILABLE, Message: "database unavailable, retry shortly"})
 		return
 	}
 	s.log.Error("internal error", slog.String("request_id", requestIDOf(c)),
