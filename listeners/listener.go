@@ -23,6 +23,7 @@ import (
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgxlisten"
 )
 
@@ -98,10 +99,13 @@ func (l *Listener) Run(ctx context.Context) error {
 	}
 	defer l.running.Store(false)
 
-	connCfg, err := pgx.ParseConfig(l.cfg.DSN)
+	// Parsed as a pool config so that pool_* settings in a shared
+	// DATABASE_URL are understood and stripped, not sent to the server.
+	poolCfg, err := pgxpool.ParseConfig(l.cfg.DSN)
 	if err != nil {
 		return fmt.Errorf("listener: parse dsn: %w", err)
 	}
+	connCfg := poolCfg.ConnConfig
 	connCfg.RuntimeParams["application_name"] = l.cfg.Instance + "-listener"
 	dialer := &net.Dialer{
 		Timeout: connCfg.ConnectTimeout,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -58,4 +59,16 @@ func (db *DB) Ping(ctx context.Context) error {
 		return fmt.Errorf("ping database: %w", err)
 	}
 	return nil
+}
+
+// connConfig parses dsn for a single (unpooled) connection. It goes through
+// the pool parser so that pool_* settings in a DATABASE_URL shared with the
+// pool are understood and stripped, not sent to the server as unknown
+// parameters.
+func connConfig(dsn string) (*pgx.ConnConfig, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse dsn: %w", err)
+	}
+	return cfg.ConnConfig, nil
 }

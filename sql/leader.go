@@ -27,9 +27,9 @@ type LeaderConn struct {
 // ConnectLeader opens the dedicated leadership connection, with
 // application_name = instance so Leader can name the holder.
 func ConnectLeader(ctx context.Context, dsn, instance string) (*LeaderConn, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := connConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("connect leader: parse dsn: %w", err)
+		return nil, fmt.Errorf("connect leader: %w", err)
 	}
 	if instance != "" {
 		cfg.RuntimeParams["application_name"] = instance

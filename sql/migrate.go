@@ -27,7 +27,11 @@ const versionTable = "public.chronos_schema_version"
 // version under that lock, so the second of two concurrent instances waits
 // and then finds nothing left to do.
 func Migrate(ctx context.Context, dsn string) error {
-	conn, err := pgx.Connect(ctx, dsn)
+	cfg, err := connConfig(dsn)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("migrate: connect: %w", err)
 	}

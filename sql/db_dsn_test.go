@@ -1,0 +1,41 @@
+package sql_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/sql/sqltest"
+)
+
+// A DATABASE_URL that sizes the pool (pool_max_conns) must work for the
+// unpooled connections too: migrations and the leader connection.
+func TestPoolSettingsInDSN(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	dsn += sep + "pool_max_conns=3"
+	ctx := context.Background()
+	if err := sql.Migrate(ctx, dsn); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	c, err := sql.ConnectLeader(ctx, dsn, "dsn-test")
+	if err != nil {
+		t.Fatalf("connect leader: %v", err)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	db, err := sql.Open(ctx, dsn, "dsn-test")
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	defer db.Close()
+	if got := db.Pool.Config().MaxConns; got != 3 {
+		t.Fatalf("MaxConns = %d, want 3", got)
+	}
+}
