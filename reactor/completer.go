@@ -28,8 +28,9 @@ const (
 // completion is one outcome on its way to the database, with what the
 // EventAttempted published after it needs.
 type completion struct {
-	out sql.Outcome
-	run *chronos.Run
+	out  sql.Outcome
+	run  *chronos.Run
+	done func() // called once the outcome is recorded or given up; may be nil
 }
 
 // completer records outcomes in batches: one db.Complete (one round trip)
@@ -130,6 +131,13 @@ func (c *completer) fill(batch *[]completion) bool {
 // write records one batch, retrying a failing database for a while, and
 // publishes what happened to each outcome.
 func (c *completer) write(batch []completion) {
+	defer func() {
+		for _, x := range batch {
+			if x.done != nil {
+				x.done()
+			}
+		}
+	}()
 	outs := make([]sql.Outcome, len(batch))
 	for i, x := range batch {
 		outs[i] = x.out

@@ -77,3 +77,14 @@ func (r *renewer) stop() {
 	r.mu.Unlock()
 	r.wg.Wait()
 }
+
+// release ends the renewals without waiting for one in progress: the
+// completer calls it once the outcome is recorded, and must not stall on a
+// renewal round trip. A renewal that lands after the record finds the
+// lease gone and stops by itself.
+func (r *renewer) release() {
+	r.mu.Lock()
+	r.stopped = true
+	r.timer.Stop()
+	r.mu.Unlock()
+}

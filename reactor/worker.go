@@ -65,13 +65,13 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	})
 	ren := startRenewer(r.db, r.log, lease, r.cfg.LeaseDuration, func(error) { onLost() })
 	res := r.exec.do(callCtx, c.Job, c.Run)
-	ren.stop()
 	var startErr error
 	if !startTimer.Stop() {
 		startErr = <-started // it ran, or is running: wait for it
 	}
 
 	if lost.Load() {
+		ren.stop()
 		op := "renew"
 		if errors.Is(startErr, sql.ErrLeaseLost) {
 			op = "start"
@@ -87,10 +87,15 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	if res.StatusCode == 0 && r.hard.Err() != nil {
 		// Shutdown ran out of grace before the target answered: this
 		// attempt never happened as far as the run is concerned.
+		ren.stop()
 		r.release(lease, c.Run.JobID)
 		return
 	}
-	r.comp.submit(completion{out: outcome(lease, c.Job, res), run: c.Run})
+	// The lease is renewed until the outcome is recorded, not just until
+	// the target answered: a completion that waits on a slow or briefly
+	// unreachable database must not let the reaper reclaim, and so
+	// deliver again, a run whose target already answered.
+	r.comp.submit(completion{out: outcome(lease, c.Job, res), run: c.Run, done: ren.release})
 }
 
 // outcome turns an attempt's result into what db.Complete records.
