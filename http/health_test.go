@@ -88,7 +88,11 @@ func TestMetrics(t *testing.T) {
 	e.bus.Publish(chronos.Event{Type: chronos.EventAttempted, Status: chronos.StatusDead, Attempt: 1, DurationMS: 3,
 		Trigger: chronos.TriggerManual, CreatedAt: &created, StartedAt: &now})
 	e.bus.Publish(chronos.Event{Type: chronos.EventClaimed, Count: 7})
+	e.bus.Publish(chronos.Event{Type: chronos.EventSkipped, JobID: 42, Count: 3, Op: chronos.SkipOverlap})
+	e.bus.Publish(chronos.Event{Type: chronos.EventCaughtUp, JobID: 42, Count: 2})
 	want := []string{
+		`chronos_occurrences_skipped_total{reason="overlap"} 3`,
+		`chronos_occurrences_caught_up_total 1`,
 		`chronos_runs_total{status="succeeded"} 1`,
 		`chronos_runs_total{status="dead"} 1`,
 		`chronos_attempt_duration_seconds_count 2`,

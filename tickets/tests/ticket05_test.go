@@ -88,3 +88,46 @@ func TestTicket05PatchWithoutEnabled(t *testing.T) {
 		}
 	}
 }
+
+// TestTicket05OneShotKeepsItsRun: a one-shot whose run the leader created
+// ahead keeps its one delivery through PATCHes that do not move it: pause
+// then resume, or a time zone. The run created ahead is dropped by the
+// pause, and the resume puts the occurrence back; a paused job shows no
+// next run.
+func TestTicket05OneShotKeepsItsRun(t *testing.T) {
+	t.Parallel()
+	a := newAPIServer(t)
+	ctx := t.Context()
+	for _, patches := range [][]map[string]any{
+		{{"enabled": false}, {"enabled": true}},
+		{{"timezone": "Europe/Berlin"}},
+	} {
+		runAt := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
+		body := apiJobBody("one-shot")
+		delete(body, "cron_expr")
+		body["run_at"] = runAt.Format(time.RFC3339)
+		j := a.createJob(body)
+		path := "/v1/jobs/" + apiItoa(j.ID)
+		// The leader's lookahead reaches run_at: its run is created ahead.
+		if res, err := a.DB.Materialize(ctx, runAt.Add(-time.Second), 2*time.Second, 100); err != nil || res.Created < 1 {
+			t.Fatalf("materialize ahead: %+v %v", res, err)
+		}
+		for _, p := range patches {
+			got := apiDecode[map[string]any](t, a.call("PATCH", path, p).want(t, nethttp.StatusOK))
+			if p["enabled"] == false && got["next_run_at"] != nil {
+				t.Errorf("paused job shows next_run_at %v, want null", got["next_run_at"])
+			}
+		}
+		if _, err := a.DB.Materialize(ctx, runAt.Add(time.Second), 2*time.Second, 100); err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := a.DB.Pool.QueryRow(ctx, "SELECT count(*) FROM job_runs WHERE job_id = $1 AND scheduled_at = $2",
+			j.ID, runAt).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Errorf("after %v: %d runs for the one-shot's run_at, want exactly 1", patches, n)
+		}
+	}
+}

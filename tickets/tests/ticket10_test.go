@@ -2,10 +2,12 @@ package tests
 
 import (
 	"context"
+	nethttp "net/http"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -102,5 +104,45 @@ func TestTicket10OverlapSkip(t *testing.T) {
 	}
 	if active() {
 		t.Fatal("dead run is still active")
+	}
+}
+
+// Ticket 10, queue_one: a per-second job whose target takes 2.5 s, two
+// instances claiming. At most one run of the job is ever active (leased or
+// running) and at most one waits behind it: the target never sees two of
+// its requests in flight. The limit holds where runs are claimed, so it
+// holds whichever instance claims.
+func TestTicket10OverlapQueueOne(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+	tg := rxNewTarget(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		select {
+		case <-time.After(2500 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+	})
+	opts := rxOptions{Reactor: true, Listener: true, Config: reactor.Config{WorkerConcurrency: 4}}
+	a := rxStart(t, dsn, "queue-one-a", opts)
+	rxStart(t, dsn, "queue-one-b", opts)
+	expr := "* * * * * *"
+	j := rxJob(t, a.DB, &chronos.Job{CronExpr: &expr, TargetURL: tg.URL, Overlap: chronos.OverlapQueueOne})
+	ctx := context.Background()
+	maxActive, maxWaiting := 0, 0
+	rxEventually(t, 30*time.Second, "three deliveries", func() bool {
+		var active, waiting int
+		if err := a.DB.Pool.QueryRow(ctx, `
+			SELECT count(*) FILTER (WHERE status IN ('leased', 'running')),
+			       count(*) FILTER (WHERE status = 'pending')
+			  FROM job_runs WHERE job_id = $1`, j.ID).Scan(&active, &waiting); err != nil {
+			t.Fatal(err)
+		}
+		maxActive, maxWaiting = max(maxActive, active), max(maxWaiting, waiting)
+		return tg.Hits.Load() >= 3
+	})
+	if m := tg.MaxSeen.Load(); m > 1 {
+		t.Errorf("%d requests of a queue_one job in flight at once, want 1", m)
+	}
+	if maxActive > 1 || maxWaiting > 1 {
+		t.Errorf("saw %d runs active and %d waiting at once, want at most 1 and 1", maxActive, maxWaiting)
 	}
 }
