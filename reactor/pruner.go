@@ -36,16 +36,15 @@ func (p *pruner) run(ctx context.Context) {
 // prune deletes batches until one comes back short.
 func (p *pruner) prune(ctx context.Context) {
 	r := p.r
-	before := time.Now().Add(-r.cfg.RunRetention)
 	total := 0
 	defer func() {
 		if total > 0 {
-			r.log.Info("pruned terminal runs", "count", total, "before", before)
+			r.log.Info("pruned terminal runs", "count", total, "retention", r.cfg.RunRetention)
 			r.bus.Publish(chronos.Event{Type: chronos.EventPruned, Instance: r.cfg.Instance, Count: total})
 		}
 	}()
 	for ctx.Err() == nil {
-		n, err := r.db.Prune(ctx, before, pruneBatch)
+		n, err := r.db.Prune(ctx, r.cfg.RunRetention, pruneBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Error("prune terminal runs failed", "err", err)

@@ -176,16 +176,18 @@ func (db *DB) Redrive(ctx context.Context, runID int64) (*chronos.Run, error) {
 }
 
 // Prune deletes up to batch terminal runs (and their attempts) that
-// finished before `before`, oldest first; it returns how many it deleted.
-func (db *DB) Prune(ctx context.Context, before time.Time, batch int) (int, error) {
+// finished more than retention ago by the database's clock, oldest first;
+// it returns how many it deleted.
+func (db *DB) Prune(ctx context.Context, retention time.Duration, batch int) (int, error) {
 	if batch <= 0 {
 		return 0, nil
 	}
 	tag, err := db.Pool.Exec(ctx, `
 		DELETE FROM job_runs WHERE id IN (
 			SELECT id FROM job_runs
-			 WHERE status IN ('succeeded', 'dead') AND finished_at < $1
-			 ORDER BY finished_at LIMIT $2)`, before, batch)
+			 WHERE status IN ('succeeded', 'dead')
+			   AND finished_at < now() - $1::bigint * interval '1 microsecond'
+			 ORDER BY finished_at LIMIT $2)`, micros(retention), batch)
 	if err != nil {
 		return 0, mapErr(err, "prune runs")
 	}
