@@ -305,3 +305,48 @@ func TestClaimOneActiveRunPerExclusiveJob(t *testing.T) {
 		}
 	}
 }
+
+// A paused job is not materialized, so its due runs are never held back
+// waiting for the materializer, however its next_run_at was left (paused
+// behind the API's back, with SQL).
+func TestClaimDoesNotHoldRunsOfPausedJobs(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := mustCreate(t, db, cronJob("* * * * * *"))
+	now := dbNow(t, db).Truncate(time.Second)
+	if _, err := db.Pool.Exec(ctx, `UPDATE jobs SET enabled = false, next_run_at = $2 WHERE id = $1`,
+		j.ID, now.Add(-5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		VALUES ($1, $2, 'schedule', $2)`, j.ID, now.Add(-6*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if next, err := db.NextAvailable(ctx); err != nil || next == nil {
+		t.Fatalf("next available %v (%v), want the paused job's due run", next, err)
+	}
+	if c, err := db.Claim(ctx, "w", 10, time.Minute); err != nil || len(c) != 1 {
+		t.Fatalf("claimed %d runs (%v), want the paused job's due run", len(c), err)
+	}
+}
+
+// A one-shot's run, whose job has no next_run_at once it materialized, is
+// claimable when due: only a job whose schedule is behind holds its runs.
+func TestClaimTakesOneShotRuns(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := cronJob("")
+	j.RunAt = ptr(dbNow(t, db).Add(-time.Second))
+	mustCreate(t, db, j)
+	if res, err := db.Materialize(ctx, time.Time{}, 0, 10); err != nil || res.Created != 1 {
+		t.Fatalf("materialize: %+v %v", res, err)
+	}
+	if next, err := db.NextAvailable(ctx); err != nil || next == nil {
+		t.Fatalf("next available %v (%v), want the one-shot's run", next, err)
+	}
+	if c, err := db.Claim(ctx, "w", 10, time.Minute); err != nil || len(c) != 1 {
+		t.Fatalf("claimed %d runs (%v), want the one-shot's run", len(c), err)
+	}
+}
