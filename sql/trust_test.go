@@ -30,15 +30,6 @@ func patch(t testing.TB, db *sql.DB, id int64, u *chronos.JobUpdate) *chronos.Jo
 	return j
 }
 
-// storedNext is next_run_at as stored, which a paused job does not show.
-func storedNext(t testing.TB, db *sql.DB, id int64) *time.Time {
-	t.Helper()
-	var next *time.Time
-	if err := db.Pool.QueryRow(context.Background(), "SELECT next_run_at FROM jobs WHERE id = $1", id).Scan(&next); err != nil {
-		t.Fatal(err)
-	}
-	return next
-}
 
 // A one-shot whose run was created ahead keeps its only run through a
 // pause and resume, and through edits that do not move it (issue 11.1).
