@@ -23,7 +23,7 @@ func TestHealthz(t *testing.T) {
 func TestReadyz(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.probe.leader.Store(true)
+	e.probe.Leader.Store(true)
 	w := e.doKey("GET", "/readyz", nil, "")
 	wantStatus(t, w, nethttp.StatusOK)
 	r := decode[readiness](t, w)
@@ -31,7 +31,7 @@ func TestReadyz(t *testing.T) {
 		t.Fatalf("readiness %+v", r)
 	}
 
-	e.probe.connected.Store(false)
+	e.probe.Connected.Store(false)
 	w = e.doKey("GET", "/readyz", nil, "")
 	wantStatus(t, w, nethttp.StatusServiceUnavailable)
 	if r := decode[readiness](t, w); r.Listener != "disconnected" || r.Status != "unavailable" {
@@ -44,7 +44,7 @@ func TestReadyz(t *testing.T) {
 	}
 
 	// A database that does not answer makes the instance unready.
-	e.probe.connected.Store(true)
+	e.probe.Connected.Store(true)
 	down := newEnvDB(t, e.db)
 	down.db = nil
 	closed := sqlClosed(t)
@@ -68,7 +68,7 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	e.probe.leader.Store(true)
+	e.probe.Leader.Store(true)
 	now := time.Now()
 	sched, created := now.Add(-3*time.Millisecond), now.Add(-2*time.Millisecond)
 	// Wait until the consumer is subscribed: its events then count.

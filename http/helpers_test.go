@@ -3,29 +3,21 @@ package http
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	nethttp "net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
+	"github.com/chronoshq/chronos/http/apitest"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 const testKey = "test-key-0123456789"
-
-// fakeProbe is a Probe the test sets.
-type fakeProbe struct{ connected, leader atomic.Bool }
-
-func (p *fakeProbe) ListenerConnected() bool { return p.connected.Load() }
-func (p *fakeProbe) IsLeader() bool          { return p.leader.Load() }
 
 // syncBuffer collects log output from many goroutines.
 type syncBuffer struct {
@@ -50,7 +42,7 @@ type env struct {
 	t     testing.TB
 	db    *sql.DB
 	bus   *bus.Bus
-	probe *fakeProbe
+	probe *apitest.Probe
 	srv   *Server
 	logs  *syncBuffer
 }
@@ -66,8 +58,8 @@ func newEnvDB(t testing.TB, db *sql.DB, mods ...func(*Config)) *env {
 	for _, m := range mods {
 		m(&cfg)
 	}
-	e := &env{t: t, db: db, bus: bus.New(), probe: &fakeProbe{}, logs: &syncBuffer{}}
-	e.probe.connected.Store(true)
+	e := &env{t: t, db: db, bus: bus.New(), probe: &apitest.Probe{}, logs: &syncBuffer{}}
+	e.probe.Connected.Store(true)
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.srv = NewServer(cfg, db, e.bus, e.probe, log)
 	return e
@@ -82,20 +74,7 @@ func (e *env) do(method, path string, body any) *httptest.ResponseRecorder {
 
 func (e *env) doKey(method, path string, body any, key string) *httptest.ResponseRecorder {
 	e.t.Helper()
-	var r io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		r = strings.NewReader(b)
-	case []byte:
-		r = bytes.NewReader(b)
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			e.t.Fatalf("marshal body: %v", err)
-		}
-		r = bytes.NewReader(j)
-	}
+	r := apitest.Body(e.t, body)
 	req := httptest.NewRequestWithContext(context.Background(), method, path, r)
 	if r != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -111,21 +90,13 @@ func (e *env) doKey(method, path string, body any, key string) *httptest.Respons
 // decode unmarshals a response body.
 func decode[T any](t testing.TB, w *httptest.ResponseRecorder) T {
 	t.Helper()
-	var v T
-	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil {
-		t.Fatalf("decode %q: %v", w.Body.String(), err)
-	}
-	return v
+	return apitest.Decode[T](t, w.Body.Bytes())
 }
 
 // errorOf decodes an error envelope, failing when the body is not one.
 func errorOf(t testing.TB, w *httptest.ResponseRecorder) *chronos.Error {
 	t.Helper()
-	env := decode[envelope](t, w)
-	if env.Error == nil || env.Error.Code == "" || env.Error.Message == "" {
-		t.Fatalf("not an error envelope: %s", w.Body.String())
-	}
-	return env.Error
+	return apitest.ErrorOf(t, w.Body.Bytes())
 }
 
 // wantStatus fails unless w has the status.

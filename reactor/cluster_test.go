@@ -10,27 +10,8 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/bus"
-	"github.com/chronoshq/chronos/listeners"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
-
-// startListener runs a listener onto b until cleanup.
-func startListener(t *testing.T, dsn, name string, b *bus.Bus) *listeners.Listener {
-	t.Helper()
-	l := listeners.New(listeners.Config{DSN: dsn, Instance: name, ReconnectDelay: 50 * time.Millisecond}, b, testLog(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("listener %s: %v", name, err)
-		}
-	})
-	eventually(t, 5*time.Second, "listener connected", l.Connected)
-	return l
-}
 
 // Two instances on one database, 50 jobs firing every second for about ten
 // seconds: every occurrence in the window is delivered exactly once.

@@ -5,13 +5,13 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
+	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -22,19 +22,7 @@ import (
 func ltDB(t *testing.T) (string, *sql.DB) {
 	t.Helper()
 	dsn := sqltest.NewURL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db, err := sql.Open(ctx, dsn, "leader-test-pool")
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	t.Cleanup(db.Close)
-	// Warm, like a running instance's pool: resignation notices then do
-	// not pay for a connect.
-	if err := db.Ping(ctx); err != nil {
-		t.Fatalf("ping: %v", err)
-	}
-	return dsn, db
+	return dsn, reactortest.OpenWarmDB(t, dsn, "leader-test-pool")
 }
 
 // ltRunning is a Leader running in the background with a work function
@@ -69,7 +57,7 @@ func ltStart(t *testing.T, dsn string, db *sql.DB, name string, poll time.Durati
 	t.Helper()
 	b := bus.New()
 	rl := &ltRunning{name: name, bus: b, done: make(chan error, 1), following: make(chan struct{})}
-	log := slog.New(ltSignal{Handler: ltLog(t).Handler(), msg: LogFollowing, c: rl.following, once: new(sync.Once)})
+	log := slog.New(reactortest.SignalOn(ltLog(t).Handler(), LogFollowing, rl.following))
 	rl.Leader = NewLeader(LeaderConfig{DSN: dsn, Instance: name, PollInterval: poll}, db, b, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	rl.cancel = cancel
@@ -130,47 +118,10 @@ func (w ltWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// ltSignal is a slog.Handler that closes c the first time msg is logged
-// (at any level), passing records on to Handler as it would.
-type ltSignal struct {
-	slog.Handler
-	msg  string
-	c    chan struct{}
-	once *sync.Once
-}
-
-func (h ltSignal) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h ltSignal) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == h.msg {
-		h.once.Do(func() { close(h.c) })
-	}
-	if !h.Handler.Enabled(ctx, r.Level) {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h ltSignal) WithAttrs(as []slog.Attr) slog.Handler {
-	h.Handler = h.Handler.WithAttrs(as)
-	return h
-}
-
-func (h ltSignal) WithGroup(name string) slog.Handler {
-	h.Handler = h.Handler.WithGroup(name)
-	return h
-}
-
-// ltWaitFor polls cond every few milliseconds until it holds or d passes.
+// ltWaitFor polls cond every 2ms until it holds or d passes.
 func ltWaitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	reactortest.EventuallyEvery(t, d, 2*time.Millisecond, what, cond)
 }
 
 // ltLeaderOf returns the leading one of ls, or nil; it fails if several lead.
@@ -186,18 +137,6 @@ func ltLeaderOf(t *testing.T, ls ...*ltRunning) *ltRunning {
 		}
 	}
 	return got
-}
-
-// ltHolder names the instance holding the lock, seen from another connection.
-func ltHolder(t *testing.T, db *sql.DB) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	name, err := db.Leader(ctx)
-	if err != nil {
-		t.Fatalf("db.Leader: %v", err)
-	}
-	return name
 }
 
 func TestLeaderOnlyOneOfThree(t *testing.T) {
@@ -218,7 +157,7 @@ func TestLeaderOnlyOneOfThree(t *testing.T) {
 			t.Fatalf("leader changed from %s to %v without a failure", lead.name, got)
 		}
 	}
-	if h := ltHolder(t, db); h != lead.name {
+	if h := reactortest.LockHolder(t, db); h != lead.name {
 		t.Fatalf("lock held by %q, IsLeader says %s", h, lead.name)
 	}
 	if m := act.max.Load(); m != 1 {
@@ -239,7 +178,7 @@ func TestLeaderGracefulStopHandsOver(t *testing.T) {
 	b := ltStart(t, dsn, db, "hand-b", 20*time.Millisecond, &act)
 	a.stop(t)
 	ltWaitFor(t, 5*time.Second, "b to lead", b.IsLeader)
-	if h := ltHolder(t, db); h != "hand-b" {
+	if h := reactortest.LockHolder(t, db); h != "hand-b" {
 		t.Fatalf("lock held by %q, want hand-b", h)
 	}
 	if m := act.max.Load(); m != 1 {
@@ -273,13 +212,13 @@ func TestLeaderCancelReleasesLock(t *testing.T) {
 	dsn, db := ltDB(t)
 	a := ltStart(t, dsn, db, "rel-a", 20*time.Millisecond, nil)
 	ltWaitFor(t, 10*time.Second, "a to lead", a.IsLeader)
-	if h := ltHolder(t, db); h != "rel-a" {
+	if h := reactortest.LockHolder(t, db); h != "rel-a" {
 		t.Fatalf("lock held by %q, want rel-a", h)
 	}
 	sub := a.bus.Subscribe(10, func(e chronos.Event) bool { return e.Type == chronos.EventLeaderChanged })
 	defer sub.Close()
 	a.stop(t)
-	if h := ltHolder(t, db); h != "" {
+	if h := reactortest.LockHolder(t, db); h != "" {
 		t.Fatalf("lock still held by %q after Run returned", h)
 	}
 	select {
@@ -399,7 +338,7 @@ func TestLeaderWorkReturningGivesUp(t *testing.T) {
 	if !want || l.IsLeader() {
 		t.Fatalf("the last event must be a step-down, and IsLeader false after Run")
 	}
-	if h := ltHolder(t, db); h != "" {
+	if h := reactortest.LockHolder(t, db); h != "" {
 		t.Fatalf("lock held by %q after Run returned", h)
 	}
 }

@@ -1,22 +1,19 @@
 package tests
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	nethttp "net/http"
 	"net/http/httptest"
 	"strconv"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
 	chttp "github.com/chronoshq/chronos/http"
+	"github.com/chronoshq/chronos/http/apitest"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -24,19 +21,13 @@ import (
 // apiKey is the key every apiServer accepts.
 const apiKey = "ticket-api-key-4242"
 
-// apiProbe is a Probe the test controls.
-type apiProbe struct{ connected, leader atomic.Bool }
-
-func (p *apiProbe) ListenerConnected() bool { return p.connected.Load() }
-func (p *apiProbe) IsLeader() bool          { return p.leader.Load() }
-
 // apiServer is the real API (gin router, auth, sql layer) on a fresh
 // database, served over real HTTP.
 type apiServer struct {
 	t      testing.TB
 	DB     *sql.DB
 	Bus    *bus.Bus
-	Probe  *apiProbe
+	Probe  *apitest.Probe
 	Server *chttp.Server
 	URL    string
 	client *nethttp.Client
@@ -44,8 +35,8 @@ type apiServer struct {
 
 func newAPIServer(t testing.TB) *apiServer {
 	t.Helper()
-	a := &apiServer{t: t, DB: sqltest.New(t), Bus: bus.New(), Probe: &apiProbe{}}
-	a.Probe.connected.Store(true)
+	a := &apiServer{t: t, DB: sqltest.New(t), Bus: bus.New(), Probe: &apitest.Probe{}}
+	a.Probe.Connected.Store(true)
 	a.Server = chttp.NewServer(chttp.Config{Instance: "ticket", APIKeys: []string{apiKey}}, a.DB, a.Bus, a.Probe,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ts := httptest.NewServer(a.Server.Handler())
@@ -73,18 +64,7 @@ func (a *apiServer) call(method, path string, body any) apiResponse {
 // callAuth sends a request with the given Authorization header ("" for none).
 func (a *apiServer) callAuth(method, path string, body any, auth string) apiResponse {
 	a.t.Helper()
-	var r io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		r = strings.NewReader(b)
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			a.t.Fatalf("marshal: %v", err)
-		}
-		r = bytes.NewReader(j)
-	}
+	r := apitest.Body(a.t, body)
 	req, err := nethttp.NewRequestWithContext(context.Background(), method, a.URL+path, r)
 	if err != nil {
 		a.t.Fatalf("request: %v", err)
@@ -119,23 +99,13 @@ func (r apiResponse) want(t testing.TB, status int) apiResponse {
 // apiDecode unmarshals a response body.
 func apiDecode[T any](t testing.TB, r apiResponse) T {
 	t.Helper()
-	var v T
-	if err := json.Unmarshal(r.Body, &v); err != nil {
-		t.Fatalf("decode %s: %v", r.Body, err)
-	}
-	return v
+	return apitest.Decode[T](t, r.Body)
 }
 
 // apiErr decodes the JSON error envelope, failing when it is not one.
 func apiErr(t testing.TB, r apiResponse) *chronos.Error {
 	t.Helper()
-	var env struct {
-		Error *chronos.Error `json:"error"`
-	}
-	if err := json.Unmarshal(r.Body, &env); err != nil || env.Error == nil || env.Error.Code == "" || env.Error.Message == "" {
-		t.Fatalf("not a JSON error envelope (status %d): %s", r.Status, r.Body)
-	}
-	return env.Error
+	return apitest.ErrorOf(t, r.Body)
 }
 
 // wantInvalid fails unless r is a 400 envelope naming every field.

@@ -3,8 +3,6 @@ package tests
 import (
 	"context"
 	"log/slog"
-	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,54 +10,12 @@ import (
 	"github.com/chronoshq/chronos/bus"
 	"github.com/chronoshq/chronos/listeners"
 	"github.com/chronoshq/chronos/reactor"
+	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql"
 )
 
 // Helpers for the leadership tickets (13, 14). Names start with "ldr" so
 // they cannot clash with other areas' helpers in this package.
-
-// ldrLog logs warnings and errors into the test output (everything with
-// CHRONOS_TEST_LOG=debug).
-func ldrLog(t *testing.T) *slog.Logger {
-	lvl := slog.LevelWarn
-	if os.Getenv("CHRONOS_TEST_LOG") == "debug" {
-		lvl = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: lvl}))
-}
-
-// ldrOpen opens a pool on dsn whose sessions are named app, with one
-// connection open.
-func ldrOpen(t *testing.T, dsn, app string) *sql.DB {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db, err := sql.Open(ctx, dsn, app)
-	if err != nil {
-		t.Fatalf("open %s: %v", app, err)
-	}
-	t.Cleanup(db.Close)
-	// A running instance's pool is warm (the dispatcher polls through it);
-	// one connection ready keeps the resignation notice from paying for a
-	// connect.
-	if err := db.Ping(ctx); err != nil {
-		t.Fatalf("ping %s: %v", app, err)
-	}
-	return db
-}
-
-// ldrHolder names the instance holding the leadership lock, seen from
-// another connection ("" when the lock is free).
-func ldrHolder(t *testing.T, db *sql.DB) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	name, err := db.Leader(ctx)
-	if err != nil {
-		t.Fatalf("db.Leader: %v", err)
-	}
-	return name
-}
 
 // ldrInstance is one chronos instance as far as leadership goes: its own
 // bus, pool, listener and Leader, the way cmd wires them.
@@ -83,8 +39,8 @@ type ldrInstance struct {
 func ldrStart(t *testing.T, dsn, name string, poll time.Duration) *ldrInstance {
 	t.Helper()
 	in := &ldrInstance{name: name, bus: bus.New(), done: make(chan struct{}), following: make(chan struct{})}
-	in.db = ldrOpen(t, dsn, name+"-pool")
-	log := slog.New(ldrSignal{Handler: ldrLog(t).Handler(), msg: reactor.LogFollowing, c: in.following, once: new(sync.Once)}).
+	in.db = reactortest.OpenWarmDB(t, dsn, name+"-pool")
+	log := slog.New(reactortest.SignalOn(reactortest.Logger(t).Handler(), reactor.LogFollowing, in.following)).
 		With("test_instance", name)
 	in.listener = listeners.New(listeners.Config{DSN: dsn, Instance: name}, in.bus, log)
 	in.leader = reactor.NewLeader(reactor.LeaderConfig{DSN: dsn, Instance: name, PollInterval: poll}, in.db, in.bus, log)
@@ -135,13 +91,7 @@ func (in *ldrInstance) stop(t *testing.T) {
 // ldrWait polls cond every millisecond until it holds or d passes.
 func ldrWait(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	reactortest.EventuallyEvery(t, d, time.Millisecond, what, cond)
 }
 
 // ldrLeading returns the instances that say they lead and whose leader
@@ -179,37 +129,6 @@ func ldrKillLeaderConn(t *testing.T, db *sql.DB, instance string) time.Time {
 		t.Fatalf("terminated %d leader connections of %s, want 1", n, instance)
 	}
 	return issued
-}
-
-// ldrSignal is a slog.Handler that closes c the first time msg is logged
-// (at any level), passing records on to Handler as it would.
-type ldrSignal struct {
-	slog.Handler
-	msg  string
-	c    chan struct{}
-	once *sync.Once
-}
-
-func (h ldrSignal) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h ldrSignal) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message == h.msg {
-		h.once.Do(func() { close(h.c) })
-	}
-	if !h.Handler.Enabled(ctx, r.Level) {
-		return nil
-	}
-	return h.Handler.Handle(ctx, r)
-}
-
-func (h ldrSignal) WithAttrs(as []slog.Attr) slog.Handler {
-	h.Handler = h.Handler.WithAttrs(as)
-	return h
-}
-
-func (h ldrSignal) WithGroup(name string) slog.Handler {
-	h.Handler = h.Handler.WithGroup(name)
-	return h
 }
 
 // ledSince is how long after t the instance's leader work started.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
@@ -41,7 +42,7 @@ func TestTicket02RedirectIsNotSuccess(t *testing.T) {
 		if code < 300 {
 			want, attempts = chronos.StatusSucceeded, 1
 		}
-		r := rxWaitTerminal(t, in.DB, id, 10*time.Second)
+		r := reactortest.WaitTerminal(t, in.DB, id, 10*time.Second)
 		if r.Status != want {
 			t.Errorf("HTTP %d: run is %s, want %s", code, r.Status, want)
 		}

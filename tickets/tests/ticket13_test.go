@@ -12,6 +12,7 @@ import (
 
 	"github.com/chronoshq/chronos/bus"
 	"github.com/chronoshq/chronos/reactor"
+	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -32,7 +33,7 @@ import (
 func TestTicket13(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
-	obs := ldrOpen(t, dsn, "t13-observer")
+	obs := reactortest.OpenWarmDB(t, dsn, "t13-observer")
 	// 60 iterations, unless the machine is so loaded that they would take
 	// more than budget: then at least minIterations.
 	const (
@@ -64,7 +65,7 @@ func TestTicket13(t *testing.T) {
 		leaders := make([]*reactor.Leader, len(names))
 		for k, name := range names {
 			poll := time.Duration(4+rand.IntN(8)) * time.Millisecond
-			l := reactor.NewLeader(reactor.LeaderConfig{DSN: dsn, Instance: name, PollInterval: poll}, obs, bus.New(), ldrLog(t))
+			l := reactor.NewLeader(reactor.LeaderConfig{DSN: dsn, Instance: name, PollInterval: poll}, obs, bus.New(), reactortest.Logger(t))
 			leaders[k] = l
 			work := func(ctx context.Context) {
 				acquisitions.Add(1)
@@ -92,7 +93,7 @@ func TestTicket13(t *testing.T) {
 				// Finishing the tick after shutdown began: the lock must
 				// still be held while the work runs.
 				time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
-				if h := ldrHolder(t, obs); h != name {
+				if h := reactortest.LockHolder(t, obs); h != name {
 					t.Errorf("iteration %d: %s's work still running but the lock is held by %q", i, name, h)
 				}
 				if !l.IsLeader() {
@@ -125,9 +126,9 @@ func TestTicket13(t *testing.T) {
 		}
 		// Both Runs have returned: the lock must be free (allowing the
 		// server a moment to finish a backend whose client hung up).
-		free := ldrWaitQuiet(2*time.Second, func() bool { return ldrHolder(t, obs) == "" })
+		free := ldrWaitQuiet(2*time.Second, func() bool { return reactortest.LockHolder(t, obs) == "" })
 		if !free {
-			t.Fatalf("iteration %d: the advisory lock is still held by %q after both leaders stopped", i, ldrHolder(t, obs))
+			t.Fatalf("iteration %d: the advisory lock is still held by %q after both leaders stopped", i, reactortest.LockHolder(t, obs))
 		}
 		if t.Failed() {
 			t.FailNow()
@@ -146,7 +147,7 @@ func ldrTimeToLead(t *testing.T, dsn string, obs *sql.DB) time.Duration {
 	var ds []time.Duration
 	for k := range 3 {
 		led := make(chan time.Time, 1)
-		l := reactor.NewLeader(reactor.LeaderConfig{DSN: dsn, Instance: fmt.Sprintf("t13-calibrate-%d", k), PollInterval: 5 * time.Millisecond}, obs, bus.New(), ldrLog(t))
+		l := reactor.NewLeader(reactor.LeaderConfig{DSN: dsn, Instance: fmt.Sprintf("t13-calibrate-%d", k), PollInterval: 5 * time.Millisecond}, obs, bus.New(), reactortest.Logger(t))
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		start := time.Now()
@@ -168,7 +169,7 @@ func ldrTimeToLead(t *testing.T, dsn string, obs *sql.DB) time.Duration {
 		}
 	}
 	slices.Sort(ds)
-	if h := ldrHolder(t, obs); h != "" {
+	if h := reactortest.LockHolder(t, obs); h != "" {
 		t.Fatalf("calibration: lock still held by %q", h)
 	}
 	return ds[1]

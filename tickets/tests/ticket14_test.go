@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
@@ -20,7 +21,7 @@ func TestTicket14(t *testing.T) {
 	t.Run("graceful and killed", func(t *testing.T) {
 		t.Parallel()
 		dsn := sqltest.NewURL(t)
-		obs := ldrOpen(t, dsn, "t14-observer")
+		obs := reactortest.OpenWarmDB(t, dsn, "t14-observer")
 		ins := []*ldrInstance{
 			ldrStart(t, dsn, "t14-a", 0),
 			ldrStart(t, dsn, "t14-b", 0),
@@ -28,7 +29,7 @@ func TestTicket14(t *testing.T) {
 		}
 		ldrWait(t, 10*time.Second, "a first leader", func() bool { return len(ldrLeading(ins...)) == 1 })
 		first := ldrLeading(ins...)[0]
-		if h := ldrHolder(t, obs); h != first.name {
+		if h := reactortest.LockHolder(t, obs); h != first.name {
 			t.Fatalf("lock held by %q, but %s says it leads", h, first.name)
 		}
 
@@ -58,7 +59,7 @@ func TestTicket14(t *testing.T) {
 		}
 		// The old leader notices (its pings fail) and stands down.
 		ldrWait(t, 5*time.Second, second.name+" to step down", func() bool { return !second.leader.IsLeader() && !second.working.Load() })
-		if h := ldrHolder(t, obs); h != third.name {
+		if h := reactortest.LockHolder(t, obs); h != third.name {
 			t.Fatalf("lock held by %q, want %s", h, third.name)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor"
+	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
@@ -18,7 +19,7 @@ func TestTicket15WorkerConcurrency(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
 	tg := rxNewTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(3 * time.Millisecond) })
-	db := rxOpen(t, dsn, "t15-setup")
+	db := reactortest.OpenDB(t, dsn, "t15-setup")
 	job := rxJob(t, db, &chronos.Job{TargetURL: tg.URL})
 	const n = 200
 	for range n {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronoshq/chronos"
 	chttp "github.com/chronoshq/chronos/http"
+	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
@@ -24,7 +25,7 @@ func TestTicket16LinearBackoff(t *testing.T) {
 		w.WriteHeader(nethttp.StatusInternalServerError)
 	})
 	in := rxStart(t, dsn, "t16", rxOptions{Reactor: true, Listener: true})
-	api := chttp.NewServer(chttp.Config{Instance: "t16", AuthDisabled: true}, in.DB, in.Bus, nil, rxLog(t)).Handler()
+	api := chttp.NewServer(chttp.Config{Instance: "t16", AuthDisabled: true}, in.DB, in.Bus, nil, reactortest.Logger(t)).Handler()
 
 	create := func(body map[string]any) *chronos.Job {
 		t.Helper()
@@ -68,7 +69,7 @@ func TestTicket16LinearBackoff(t *testing.T) {
 	const slack = 450 * time.Millisecond
 	check := func(name string, want []time.Duration, jitter bool) {
 		t.Helper()
-		r := rxWaitStatus(t, in.DB, runs[name], chronos.StatusDead, 20*time.Second)
+		r := reactortest.WaitStatus(t, in.DB, runs[name], chronos.StatusDead, 20*time.Second)
 		if len(r.Attempts) != len(want)+1 {
 			t.Fatalf("%s: %d attempts, want %d", name, len(r.Attempts), len(want)+1)
 		}

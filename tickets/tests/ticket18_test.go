@@ -8,6 +8,7 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor"
+	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
@@ -42,7 +43,7 @@ func TestTicket18NotifyWakesAnotherInstance(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("run %d did not start within 5s (idle poll is a minute): no LISTEN/NOTIFY wake-up", i)
 		}
-		r := rxWaitStatus(t, a.DB, run.ID, chronos.StatusSucceeded, 5*time.Second)
+		r := reactortest.WaitStatus(t, a.DB, run.ID, chronos.StatusSucceeded, 5*time.Second)
 		if len(r.Attempts) != 1 || r.Attempts[0].WorkerID != b.Name {
 			t.Errorf("run %d attempts %+v, want one by %s", run.ID, r.Attempts, b.Name)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor"
+	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
@@ -23,7 +24,7 @@ func TestTicket19ListenerReconnectResyncs(t *testing.T) {
 		Reactor: true, Listener: true, ReconnectDelay: 500 * time.Millisecond,
 		Config: reactor.Config{IdlePollInterval: time.Minute},
 	})
-	admin := rxOpen(t, dsn, "t19-admin")
+	admin := reactortest.OpenDB(t, dsn, "t19-admin")
 	job := rxJob(t, admin, &chronos.Job{TargetURL: tg.URL})
 	rxEventually(t, 5*time.Second, "leadership", b.Reactor.IsLeader)
 
@@ -67,7 +68,7 @@ func TestTicket19ListenerReconnectResyncs(t *testing.T) {
 	}
 	resynced := next(chronos.EventResync)
 	for _, id := range ids {
-		r := rxWaitStatus(t, admin, id, chronos.StatusSucceeded, 10*time.Second)
+		r := reactortest.WaitStatus(t, admin, id, chronos.StatusSucceeded, 10*time.Second)
 		if d := r.Attempts[0].StartedAt.Sub(resynced); d > 2*time.Second {
 			t.Errorf("run %d started %s after the resync", id, d)
 		}
