@@ -30,7 +30,6 @@ func patch(t testing.TB, db *sql.DB, id int64, u *chronos.JobUpdate) *chronos.Jo
 	return j
 }
 
-
 // A one-shot whose run was created ahead keeps its only run through a
 // pause and resume, and through edits that do not move it (issue 11.1).
 func TestOneShotKeepsItsOnlyRun(t *testing.T) {
