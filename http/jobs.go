@@ -66,6 +66,9 @@ func (s *Server) createJob(c *gin.Context) {
 		return
 	}
 	j, err := newJob(&u)
+	if err == nil {
+		err = s.checkTarget(j.TargetURL)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -145,6 +148,12 @@ func (s *Server) updateJob(c *gin.Context) {
 			return
 		}
 	}
+	if u.TargetURL.Set && !u.TargetURL.Null {
+		if err := s.checkTarget(u.TargetURL.Value); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
 	var j *chronos.Job
 	if n == 0 || !anySet(&u) {
 		j, err = s.db.Job(c.Request.Context(), id)
@@ -205,4 +214,13 @@ func jobUTC(j *chronos.Job) *chronos.Job {
 	c.CreatedAt = j.CreatedAt.UTC()
 	c.UpdatedAt = j.UpdatedAt.UTC()
 	return &c
+}
+
+// checkTarget refuses a target URL whose host is a literal address the
+// outbound policy in force refuses: a 400 now beats a dead run later.
+func (s *Server) checkTarget(u string) error {
+	if err := s.cfg.TargetPolicy.CheckURL(u); err != nil {
+		return invalid("target_url", err.Error())
+	}
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
 	"github.com/chronoshq/chronos/sql"
 )
@@ -32,6 +33,10 @@ type Config struct {
 	// MaxBodyBytes limits request bodies (DefaultMaxBodyBytes when 0); a
 	// larger body is a 413.
 	MaxBodyBytes int64
+	// TargetPolicy is the outbound address policy in force (the reactor's):
+	// a target_url whose host is a literal address it refuses is a 400 at
+	// create and PATCH. Hostnames are judged when dialled.
+	TargetPolicy chronos.TargetPolicy
 }
 
 // Validate reports a configuration the server must refuse to start with:

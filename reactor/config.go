@@ -2,8 +2,11 @@ package reactor
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
+
+	"github.com/chronoshq/chronos"
 )
 
 // Config configures a Reactor. Zero values mean the defaults below.
@@ -21,7 +24,16 @@ type Config struct {
 	Lookahead          time.Duration // runs are materialized this far ahead (2s)
 
 	SigningSecret       string // when set, requests carry an HMAC signature
-	AllowPrivateTargets bool   // allow private, loopback and link-local targets
+	AllowPrivateTargets bool   // allow every special-purpose address but metadata endpoints
+
+	// AllowedTargetNetworks are special-purpose ranges deliveries may
+	// reach nonetheless (never a metadata endpoint).
+	AllowedTargetNetworks []netip.Prefix
+}
+
+// TargetPolicy is the outbound address policy the configuration asks for.
+func (c Config) TargetPolicy() chronos.TargetPolicy {
+	return chronos.TargetPolicy{AllowPrivate: c.AllowPrivateTargets, AllowedNetworks: c.AllowedTargetNetworks}
 }
 
 // Defaults of Config.

@@ -30,7 +30,7 @@ type executor struct {
 func newExecutor(cfg Config) *executor {
 	return &executor{
 		client: &http.Client{
-			Transport: newTransport(cfg.WorkerConcurrency, cfg.AllowPrivateTargets),
+			Transport: newTransport(cfg.WorkerConcurrency, cfg.TargetPolicy()),
 			// A redirect is the target's answer, not an instruction: 3xx
 			// is recorded as a failure (ticket 02), never followed.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chronoshq/chronos"
 )
 
 // serveConfig is the configuration of `chronos serve`, read from the
@@ -32,6 +35,7 @@ type serveConfig struct {
 	AuthDisabled           bool
 	SigningSecret          string
 	AllowPrivateTargets    bool
+	AllowedTargetNetworks  []netip.Prefix
 	LogLevel               slog.Level
 	LogFormat              string // "json" or "text"
 	InstanceID             string
@@ -117,8 +121,17 @@ var serveVars = []envVar{
 		boolVar(func(c *serveConfig) *bool { return &c.AuthDisabled })},
 	{"SIGNING_SECRET", "", "when set, every delivery carries X-Chronos-Timestamp and an HMAC-SHA256 X-Chronos-Signature",
 		func(c *serveConfig, v string) error { c.SigningSecret = v; return nil }},
-	{"ALLOW_PRIVATE_TARGETS", "false", "true lets jobs call private, loopback and link-local addresses (never 169.254.169.254)",
+	{"ALLOW_PRIVATE_TARGETS", "false", "true lets jobs call every special-purpose address (private, loopback, ...) but cloud metadata endpoints",
 		boolVar(func(c *serveConfig) *bool { return &c.AllowPrivateTargets })},
+	{"ALLOWED_TARGET_NETWORKS", "", "comma-separated CIDRs jobs may call although special-purpose, e.g. 10.20.0.0/16 (never metadata endpoints)",
+		func(c *serveConfig, v string) error {
+			n, err := chronos.ParseNetworks(v)
+			if err != nil {
+				return badValue(err.Error())
+			}
+			c.AllowedTargetNetworks = n
+			return nil
+		}},
 	{"LOG_LEVEL", "info", "debug, info, warn or error",
 		func(c *serveConfig, v string) error {
 			if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil || !knownLevel(v) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -65,6 +66,7 @@ func TestLoadServeConfigValues(t *testing.T) {
 		"AUTH_DISABLED":            "false",
 		"SIGNING_SECRET":           "s3cret",
 		"ALLOW_PRIVATE_TARGETS":    "true",
+		"ALLOWED_TARGET_NETWORKS":  "10.20.0.0/16, fd00:1::/48",
 		"LOG_LEVEL":                "DEBUG",
 		"LOG_FORMAT":               "Text",
 		"INSTANCE_ID":              "chronos-1",
@@ -87,6 +89,7 @@ func TestLoadServeConfigValues(t *testing.T) {
 		APIKeys:                []string{"a", "b", "c"},
 		SigningSecret:          "s3cret",
 		AllowPrivateTargets:    true,
+		AllowedTargetNetworks:  []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("fd00:1::/48")},
 		LogLevel:               slog.LevelDebug,
 		LogFormat:              "text",
 		InstanceID:             "chronos-1",
@@ -123,6 +126,7 @@ func TestLoadServeConfigErrors(t *testing.T) {
 		{"HTTP_ADDR", ":70000", `invalid HTTP_ADDR ":70000": must be host:port, e.g. :8080 or 127.0.0.1:8080`},
 		{"AUTH_DISABLED", "yes", `invalid AUTH_DISABLED "yes": must be true or false`},
 		{"ALLOW_PRIVATE_TARGETS", "on", `invalid ALLOW_PRIVATE_TARGETS "on": must be true or false`},
+		{"ALLOWED_TARGET_NETWORKS", "10.0.0.0/8,intranet", `invalid ALLOWED_TARGET_NETWORKS "10.0.0.0/8,intranet": "intranet" is not a CIDR such as 10.1.0.0/16`},
 		{"MIGRATE_ON_START", "nope", `invalid MIGRATE_ON_START "nope": must be true or false`},
 		{"LOG_LEVEL", "verbose", `invalid LOG_LEVEL "verbose": must be debug, info, warn or error`},
 		{"LOG_LEVEL", "info+2", `invalid LOG_LEVEL "info+2": must be debug, info, warn or error`},

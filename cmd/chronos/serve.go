@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
 	chttp "github.com/chronoshq/chronos/http"
 	"github.com/chronoshq/chronos/listeners"
@@ -62,7 +63,8 @@ func runServe(ctx context.Context, args []string, env *environ) error {
 	if err != nil {
 		return err
 	}
-	httpCfg := chttp.Config{Instance: cfg.InstanceID, APIKeys: cfg.APIKeys, AuthDisabled: cfg.AuthDisabled}
+	httpCfg := chttp.Config{Instance: cfg.InstanceID, APIKeys: cfg.APIKeys, AuthDisabled: cfg.AuthDisabled,
+		TargetPolicy: chronos.TargetPolicy{AllowPrivate: cfg.AllowPrivateTargets, AllowedNetworks: cfg.AllowedTargetNetworks}}
 	if err := httpCfg.Validate(); err != nil {
 		return usageError{err}
 	}
@@ -98,17 +100,18 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 	b := bus.New()
 	lst := listeners.New(listeners.Config{DSN: cfg.DatabaseURL, Instance: cfg.InstanceID}, b, log)
 	r := reactor.New(reactor.Config{
-		DSN:                 cfg.DatabaseURL,
-		Instance:            cfg.InstanceID,
-		WorkerConcurrency:   cfg.WorkerConcurrency,
-		IdlePollInterval:    cfg.IdlePollInterval,
-		LeaseDuration:       cfg.LeaseDuration,
-		LeaderPollInterval:  cfg.LeaderPollInterval,
-		ReaperInterval:      cfg.ReaperInterval,
-		RunRetention:        cfg.RunRetention,
-		ShutdownTimeout:     cfg.ShutdownTimeout,
-		SigningSecret:       cfg.SigningSecret,
-		AllowPrivateTargets: cfg.AllowPrivateTargets,
+		DSN:                   cfg.DatabaseURL,
+		Instance:              cfg.InstanceID,
+		WorkerConcurrency:     cfg.WorkerConcurrency,
+		IdlePollInterval:      cfg.IdlePollInterval,
+		LeaseDuration:         cfg.LeaseDuration,
+		LeaderPollInterval:    cfg.LeaderPollInterval,
+		ReaperInterval:        cfg.ReaperInterval,
+		RunRetention:          cfg.RunRetention,
+		ShutdownTimeout:       cfg.ShutdownTimeout,
+		SigningSecret:         cfg.SigningSecret,
+		AllowPrivateTargets:   cfg.AllowPrivateTargets,
+		AllowedTargetNetworks: cfg.AllowedTargetNetworks,
 	}, db, b, log)
 	api := chttp.NewServer(httpCfg, db, b, probe{lst, r}, log)
 	hs := &nethttp.Server{
@@ -160,7 +163,7 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 	})
 	clog.Info("chronos started", "addr", ln.Addr().String(), "version", version,
 		"worker_concurrency", cfg.WorkerConcurrency, "auth_disabled", cfg.AuthDisabled,
-		"allow_private_targets", cfg.AllowPrivateTargets, "signing", cfg.SigningSecret != "")
+		"allow_private_targets", cfg.AllowPrivateTargets, "allowed_target_networks", fmt.Sprint(cfg.AllowedTargetNetworks), "signing", cfg.SigningSecret != "")
 
 	<-runCtx.Done()
 	if ctx.Err() != nil {
