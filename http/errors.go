@@ -28,6 +28,8 @@ func statusOf(code string) int {
 		return nethttp.StatusConflict
 	case chronos.EUNAUTHORIZED:
 		return nethttp.StatusUnauthorized
+	case chronos.EFORBIDDEN:
+		return nethttp.StatusForbidden
 	case chronos.ETOOLARGE:
 		return nethttp.StatusRequestEntityTooLarge
 	case chronos.EUNAVAILABLE:

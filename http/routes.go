@@ -14,18 +14,21 @@ import (
 func (s *Server) routes() *gin.Engine {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
+	// No redirect from /v1/jobs/ to /v1/jobs: it would answer before
+	// authentication and tell a stranger which paths exist.
+	e.RedirectTrailingSlash = false
 	// Do not trust X-Forwarded-For from anyone: the API sits behind
 	// whatever the operator chose, and ClientIP is only used for logs.
 	_ = e.SetTrustedProxies(nil)
 	e.Use(s.requestID, s.recovery, s.logRequests, s.limitBody)
-	e.NoRoute(func(c *gin.Context) {
+	e.NoRoute(s.guardUnknown(func(c *gin.Context) {
 		s.fail(c, chronos.Errorf(chronos.ENOTFOUND, "no route %s %s", c.Request.Method, c.Request.URL.Path))
-	})
-	e.NoMethod(func(c *gin.Context) {
+	}))
+	e.NoMethod(s.guardUnknown(func(c *gin.Context) {
 		c.Header("Allow", allowedMethods(e, c))
 		writeEnvelope(c, nethttp.StatusMethodNotAllowed, &chronos.Error{Code: "method_not_allowed",
 			Message: "method " + c.Request.Method + " not allowed on " + c.Request.URL.Path})
-	})
+	}))
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)

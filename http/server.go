@@ -3,10 +3,9 @@ package http
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	nethttp "net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,8 +23,9 @@ const DefaultMaxBodyBytes int64 = 1 << 20
 type Config struct {
 	// Instance names this instance in responses, logs and /readyz.
 	Instance string
-	// APIKeys are the accepted bearer tokens. At least one is required
-	// unless AuthDisabled is set.
+	// APIKeys are the accepted bearer tokens, as API_KEYS entries: key,
+	// name:key or name:role:key, the key possibly as sha256:<hex> (see
+	// ParseAPIKey). At least one is required unless AuthDisabled is set.
 	APIKeys []string
 	// AuthDisabled turns authentication off. It must be set explicitly: a
 	// server without keys refuses to start otherwise.
@@ -51,10 +51,8 @@ func (c Config) Validate() error {
 	if len(c.APIKeys) == 0 {
 		return errors.New("http config: no API keys set; set API_KEYS or AUTH_DISABLED=true explicitly")
 	}
-	for i, k := range c.APIKeys {
-		if strings.TrimSpace(k) == "" {
-			return errors.New("http config: API key " + strconv.Itoa(i+1) + " is empty")
-		}
+	if _, err := ParseAPIKeys(c.APIKeys); err != nil {
+		return fmt.Errorf("http config: %w", err)
 	}
 	return nil
 }
@@ -74,7 +72,7 @@ type Server struct {
 	bus     *bus.Bus
 	probe   Probe
 	log     *slog.Logger
-	keys    [][32]byte
+	keys    []APIKey
 	engine  *gin.Engine
 	metrics *metrics
 
@@ -117,8 +115,15 @@ func NewServer(cfg Config, db *sql.DB, b *bus.Bus, probe Probe, log *slog.Logger
 		tapBuffer: 1024,
 		closing:   make(chan struct{}),
 	}
-	for _, k := range cfg.APIKeys {
-		s.keys = append(s.keys, hashKey(k))
+	// Validate refuses bad entries before a server is built; one that
+	// slips through is left out (it can match nothing) and logged.
+	for i, e := range cfg.APIKeys {
+		k, err := ParseAPIKey(e)
+		if err != nil {
+			log.Error("API key ignored", slog.Int("position", i+1), slog.String("error", err.Error()))
+			continue
+		}
+		s.keys = append(s.keys, k)
 	}
 	if cfg.AuthDisabled {
 		log.Warn("API authentication is DISABLED: every /v1 route is open to anyone who can reach this port")

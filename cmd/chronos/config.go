@@ -107,7 +107,7 @@ var serveVars = []envVar{
 		durationVar(func(c *serveConfig) *time.Duration { return &c.RunRetention })},
 	{"SHUTDOWN_TIMEOUT", "25s", "on SIGTERM/SIGINT, how long in-flight requests may finish before their runs are released",
 		durationVar(func(c *serveConfig) *time.Duration { return &c.ShutdownTimeout })},
-	{"API_KEYS", "", "comma-separated API keys accepted as `Authorization: Bearer <key>` on /v1 (required unless AUTH_DISABLED=true)",
+	{"API_KEYS", "", "comma-separated API keys for `Authorization: Bearer <key>` on /v1: key, name:key or name:read|write:key; key may be sha256:<hex> (required unless AUTH_DISABLED=true)",
 		func(c *serveConfig, v string) error {
 			c.APIKeys = nil
 			for _, k := range strings.Split(v, ",") {
