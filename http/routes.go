@@ -42,6 +42,8 @@ func (s *Server) routes() *gin.Engine {
 	v1.PATCH("/jobs/:id", s.updateJob)
 	v1.DELETE("/jobs/:id", s.deleteJob)
 	v1.POST("/jobs/:id/trigger", s.triggerJob)
+	v1.POST("/jobs/:id/signing-secret", s.rotateSigningSecret)
+	v1.DELETE("/jobs/:id/signing-secret", s.deleteSigningSecrets)
 	v1.GET("/jobs/:id/runs", s.listRuns)
 	v1.GET("/runs/:id", s.getRun)
 	v1.POST("/runs/:id/redrive", s.redriveRun)
