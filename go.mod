@@ -10,6 +10,7 @@ require (
 	github.com/jackc/tern/v2 v2.3.4
 	github.com/prometheus/client_golang v1.25.0
 	github.com/sourcegraph/conc v0.3.0
+	github.com/standard-webhooks/standard-webhooks/libraries v1.3.0
 	go.uber.org/goleak v1.3.0
 )
 

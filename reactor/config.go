@@ -23,7 +23,7 @@ type Config struct {
 	ShutdownTimeout    time.Duration // grace for in-flight calls on shutdown (25s)
 	Lookahead          time.Duration // runs are materialized this far ahead (2s)
 
-	SigningSecret       string // when set, requests carry an HMAC signature
+	SigningSecret       string // signs deliveries of jobs without their own secret (whsec_<base64> or any string)
 	AllowPrivateTargets bool   // allow every special-purpose address but metadata endpoints
 
 	// AllowedTargetNetworks are special-purpose ranges deliveries may

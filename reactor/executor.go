@@ -141,11 +141,7 @@ func (e *executor) request(ctx context.Context, job *chronos.Job, run *chronos.R
 	req.Header.Set(HeaderRunID, strconv.FormatInt(run.ID, 10))
 	req.Header.Set(HeaderAttempt, strconv.Itoa(run.AttemptCount))
 	req.Header.Set(HeaderScheduledAt, run.ScheduledAt.UTC().Format(time.RFC3339Nano))
-	if len(e.secret) > 0 {
-		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		req.Header.Set(HeaderTimestamp, ts)
-		req.Header.Set(HeaderSignature, Sign(e.secret, ts, body))
-	}
+	e.sign(req.Header, job, run, body)
 	return req, nil
 }
 
