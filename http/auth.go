@@ -131,6 +131,3 @@ func (s *Server) unauthorized(c *gin.Context, params, msg string) {
 	c.Header("WWW-Authenticate", v)
 	writeEnvelope(c, nethttp.StatusUnauthorized, &chronos.Error{Code: chronos.EUNAUTHORIZED, Message: msg})
 }
-
-// admit applies the per-key rate limit; see ratelimit.go.
-func (s *Server) admit(*gin.Context) bool { return true }

@@ -32,6 +32,8 @@ func statusOf(code string) int {
 		return nethttp.StatusForbidden
 	case chronos.ETOOLARGE:
 		return nethttp.StatusRequestEntityTooLarge
+	case chronos.ERATELIMITED:
+		return nethttp.StatusTooManyRequests
 	case chronos.EUNAVAILABLE:
 		return nethttp.StatusServiceUnavailable
 	}

@@ -47,7 +47,7 @@ func (s *Server) routes() *gin.Engine {
 	v1.GET("/jobs/:id/runs", s.listRuns)
 	v1.GET("/runs/:id", s.getRun)
 	v1.POST("/runs/:id/redrive", s.redriveRun)
-	v1.GET("/events", s.events)
+	v1.GET("/events", s.tapSlot, s.events)
 	return e
 }
 

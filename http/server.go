@@ -33,6 +33,15 @@ type Config struct {
 	// MaxBodyBytes limits request bodies (DefaultMaxBodyBytes when 0); a
 	// larger body is a 413.
 	MaxBodyBytes int64
+	// RateLimit is each API key's sustained request rate per second on
+	// this instance (DefaultRateLimit when 0; negative: no limit), with
+	// bursts of RateBurst (DefaultRateBurst when 0). Past it: 429 with
+	// Retry-After.
+	RateLimit float64
+	RateBurst int
+	// MaxTapStreams caps the event-tap streams one key holds at once on
+	// this instance (DefaultMaxTapStreams when 0; negative: no cap).
+	MaxTapStreams int
 	// TargetPolicy is the outbound address policy in force (the reactor's):
 	// a target_url whose host is a literal address it refuses is a 400 at
 	// create and PATCH. Hostnames are judged when dialled.
@@ -44,6 +53,9 @@ type Config struct {
 func (c Config) Validate() error {
 	if c.MaxBodyBytes < 0 {
 		return errors.New("http config: MaxBodyBytes must not be negative")
+	}
+	if c.RateBurst < 0 {
+		return errors.New("http config: RateBurst must not be negative")
 	}
 	if c.AuthDisabled {
 		return nil
@@ -75,6 +87,7 @@ type Server struct {
 	keys    []APIKey
 	engine  *gin.Engine
 	metrics *metrics
+	limits  *limits
 
 	// heartbeat is the event tap's keep-alive interval (15 s; shorter in
 	// tests).
@@ -98,6 +111,21 @@ func NewServer(cfg Config, db *sql.DB, b *bus.Bus, probe Probe, log *slog.Logger
 	ginModeOnce.Do(func() { gin.SetMode(gin.ReleaseMode) })
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	switch {
+	case cfg.RateLimit == 0:
+		cfg.RateLimit = DefaultRateLimit
+		if cfg.RateBurst == 0 {
+			cfg.RateBurst = DefaultRateBurst
+		}
+	case cfg.RateLimit < 0:
+		cfg.RateLimit = 0
+	}
+	switch {
+	case cfg.MaxTapStreams == 0:
+		cfg.MaxTapStreams = DefaultMaxTapStreams
+	case cfg.MaxTapStreams < 0:
+		cfg.MaxTapStreams = 0
 	}
 	if probe == nil {
 		probe = noProbe{}
@@ -128,6 +156,7 @@ func NewServer(cfg Config, db *sql.DB, b *bus.Bus, probe Probe, log *slog.Logger
 	if cfg.AuthDisabled {
 		log.Warn("API authentication is DISABLED: every /v1 route is open to anyone who can reach this port")
 	}
+	s.limits = newLimits(cfg)
 	s.metrics = newMetrics(b, probe)
 	s.engine = s.routes()
 	return s

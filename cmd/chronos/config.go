@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -36,6 +37,9 @@ type serveConfig struct {
 	SigningSecret          string
 	AllowPrivateTargets    bool
 	AllowedTargetNetworks  []netip.Prefix
+	RateLimit              float64 // requests per second per key; 0: none
+	RateLimitBurst         int
+	MaxTapStreams          int // per key; 0: no cap
 	LogLevel               slog.Level
 	LogFormat              string // "json" or "text"
 	InstanceID             string
@@ -121,6 +125,33 @@ var serveVars = []envVar{
 		boolVar(func(c *serveConfig) *bool { return &c.AuthDisabled })},
 	{"SIGNING_SECRET", "", "when set, every delivery carries X-Chronos-Timestamp and an HMAC-SHA256 X-Chronos-Signature",
 		func(c *serveConfig, v string) error { c.SigningSecret = v; return nil }},
+	{"RATE_LIMIT", "1000", "requests per second each API key may make to one instance (429 with Retry-After past it); 0 turns the limit off",
+		func(c *serveConfig, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+				return badValue("must be a number of requests per second, 0 or more")
+			}
+			c.RateLimit = f
+			return nil
+		}},
+	{"RATE_LIMIT_BURST", "2000", "requests an API key may send at once before RATE_LIMIT paces it",
+		func(c *serveConfig, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return badValue("must be a positive integer")
+			}
+			c.RateLimitBurst = n
+			return nil
+		}},
+	{"MAX_TAP_STREAMS_PER_KEY", "16", "event-tap streams one API key may hold open on one instance; 0 means no cap",
+		func(c *serveConfig, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return badValue("must be a non-negative integer")
+			}
+			c.MaxTapStreams = n
+			return nil
+		}},
 	{"ALLOW_PRIVATE_TARGETS", "false", "true lets jobs call every special-purpose address (private, loopback, ...) but cloud metadata endpoints",
 		boolVar(func(c *serveConfig) *bool { return &c.AllowPrivateTargets })},
 	{"ALLOWED_TARGET_NETWORKS", "", "comma-separated CIDRs jobs may call although special-purpose, e.g. 10.20.0.0/16 (never metadata endpoints)",

@@ -33,6 +33,9 @@ func TestLoadServeConfigDefaults(t *testing.T) {
 		LogFormat:              c.LogFormat, // depends on whether stderr is a terminal
 		InstanceID:             c.InstanceID,
 		MigrateOnStart:         true,
+		RateLimit:              1000,
+		RateLimitBurst:         2000,
+		MaxTapStreams:          16,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *c, want)
@@ -67,6 +70,9 @@ func TestLoadServeConfigValues(t *testing.T) {
 		"SIGNING_SECRET":           "s3cret",
 		"ALLOW_PRIVATE_TARGETS":    "true",
 		"ALLOWED_TARGET_NETWORKS":  "10.20.0.0/16, fd00:1::/48",
+		"RATE_LIMIT":               "2.5",
+		"RATE_LIMIT_BURST":         "10",
+		"MAX_TAP_STREAMS_PER_KEY":  "0",
 		"LOG_LEVEL":                "DEBUG",
 		"LOG_FORMAT":               "Text",
 		"INSTANCE_ID":              "chronos-1",
@@ -90,6 +96,8 @@ func TestLoadServeConfigValues(t *testing.T) {
 		SigningSecret:          "s3cret",
 		AllowPrivateTargets:    true,
 		AllowedTargetNetworks:  []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("fd00:1::/48")},
+		RateLimit:              2.5,
+		RateLimitBurst:         10,
 		LogLevel:               slog.LevelDebug,
 		LogFormat:              "text",
 		InstanceID:             "chronos-1",
@@ -127,6 +135,9 @@ func TestLoadServeConfigErrors(t *testing.T) {
 		{"AUTH_DISABLED", "yes", `invalid AUTH_DISABLED "yes": must be true or false`},
 		{"ALLOW_PRIVATE_TARGETS", "on", `invalid ALLOW_PRIVATE_TARGETS "on": must be true or false`},
 		{"ALLOWED_TARGET_NETWORKS", "10.0.0.0/8,intranet", `invalid ALLOWED_TARGET_NETWORKS "10.0.0.0/8,intranet": "intranet" is not a CIDR such as 10.1.0.0/16`},
+		{"RATE_LIMIT", "-1", `invalid RATE_LIMIT "-1": must be a number of requests per second, 0 or more`},
+		{"RATE_LIMIT_BURST", "0", `invalid RATE_LIMIT_BURST "0": must be a positive integer`},
+		{"MAX_TAP_STREAMS_PER_KEY", "many", `invalid MAX_TAP_STREAMS_PER_KEY "many": must be a non-negative integer`},
 		{"MIGRATE_ON_START", "nope", `invalid MIGRATE_ON_START "nope": must be true or false`},
 		{"LOG_LEVEL", "verbose", `invalid LOG_LEVEL "verbose": must be debug, info, warn or error`},
 		{"LOG_LEVEL", "info+2", `invalid LOG_LEVEL "info+2": must be debug, info, warn or error`},

@@ -64,7 +64,8 @@ func runServe(ctx context.Context, args []string, env *environ) error {
 		return err
 	}
 	httpCfg := chttp.Config{Instance: cfg.InstanceID, APIKeys: cfg.APIKeys, AuthDisabled: cfg.AuthDisabled,
-		TargetPolicy: chronos.TargetPolicy{AllowPrivate: cfg.AllowPrivateTargets, AllowedNetworks: cfg.AllowedTargetNetworks}}
+		TargetPolicy: chronos.TargetPolicy{AllowPrivate: cfg.AllowPrivateTargets, AllowedNetworks: cfg.AllowedTargetNetworks},
+		RateLimit:    orNegative(cfg.RateLimit), RateBurst: cfg.RateLimitBurst, MaxTapStreams: int(orNegative(float64(cfg.MaxTapStreams)))}
 	if err := httpCfg.Validate(); err != nil {
 		return usageError{err}
 	}
@@ -234,3 +235,12 @@ type probe struct {
 
 func (p probe) ListenerConnected() bool { return p.l.Connected() }
 func (p probe) IsLeader() bool          { return p.r.IsLeader() }
+
+// orNegative maps the environment's "0 means off" to chttp.Config's
+// "negative means off" (0 there means the default).
+func orNegative(v float64) float64 {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
