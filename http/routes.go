@@ -32,7 +32,9 @@ func (s *Server) routes() *gin.Engine {
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", s.metricsHandler())
+	if !s.cfg.SeparateMetrics {
+		e.GET("/metrics", s.metricsHandler())
+	}
 	e.GET("/openapi.yaml", s.openapi)
 
 	v1 := e.Group("/v1", s.authenticate)

@@ -42,6 +42,9 @@ type Config struct {
 	// MaxTapStreams caps the event-tap streams one key holds at once on
 	// this instance (DefaultMaxTapStreams when 0; negative: no cap).
 	MaxTapStreams int
+	// SeparateMetrics leaves /metrics off the API's router, for cmd to
+	// serve MetricsHandler on a listener of its own (METRICS_ADDR).
+	SeparateMetrics bool
 	// TargetPolicy is the outbound address policy in force (the reactor's):
 	// a target_url whose host is a literal address it refuses is a 400 at
 	// create and PATCH. Hostnames are judged when dialled.

@@ -25,6 +25,9 @@ type serveConfig struct {
 	DatabaseURL            string
 	DatabaseConnectTimeout time.Duration
 	HTTPAddr               string
+	TLSCertFile            string
+	TLSKeyFile             string
+	MetricsAddr            string // "": /metrics on HTTP_ADDR
 	WorkerConcurrency      int
 	IdlePollInterval       time.Duration
 	LeaseDuration          time.Duration
@@ -80,14 +83,25 @@ var serveVars = []envVar{
 		durationVar(func(c *serveConfig) *time.Duration { return &c.DatabaseConnectTimeout })},
 	{"HTTP_ADDR", ":8080", "address the API listens on (host:port; port 0 picks a free one)",
 		func(c *serveConfig, v string) error {
-			_, port, err := net.SplitHostPort(v)
-			if err == nil {
-				_, err = strconv.ParseUint(port, 10, 16)
-			}
-			if err != nil {
-				return badValue("must be host:port, e.g. :8080 or 127.0.0.1:8080")
+			if err := checkHostPort(v); err != nil {
+				return err
 			}
 			c.HTTPAddr = v
+			return nil
+		}},
+	{"TLS_CERT_FILE", "", "PEM certificate (chain) for HTTPS on HTTP_ADDR, with TLS_KEY_FILE; reloaded when the files change",
+		func(c *serveConfig, v string) error { c.TLSCertFile = v; return nil }},
+	{"TLS_KEY_FILE", "", "PEM private key of TLS_CERT_FILE",
+		func(c *serveConfig, v string) error { c.TLSKeyFile = v; return nil }},
+	{"METRICS_ADDR", "", "serve /metrics on this address (host:port) instead of HTTP_ADDR, e.g. 127.0.0.1:9090",
+		func(c *serveConfig, v string) error {
+			if v == "" {
+				return nil
+			}
+			if err := checkHostPort(v); err != nil {
+				return err
+			}
+			c.MetricsAddr = v
 			return nil
 		}},
 	{"WORKER_CONCURRENCY", "32", "most webhook requests one instance has in flight at once",
@@ -207,6 +221,12 @@ func loadServeConfig(getenv func(string) string) (*serveConfig, error) {
 	if err != nil {
 		return nil, err
 	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return nil, usagef("TLS_CERT_FILE and TLS_KEY_FILE go together: set both for HTTPS, or neither")
+	}
+	if c.MetricsAddr != "" && c.MetricsAddr == c.HTTPAddr {
+		return nil, usagef("METRICS_ADDR %q is HTTP_ADDR: leave METRICS_ADDR empty to serve /metrics on the API's address", c.MetricsAddr)
+	}
 	if len(c.APIKeys) == 0 && !c.AuthDisabled {
 		return nil, usagef("API_KEYS is empty: set API_KEYS=key1,key2 (clients send Authorization: Bearer <key>), or AUTH_DISABLED=true for local development")
 	}
@@ -308,4 +328,16 @@ func defaultInstanceID() string {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// checkHostPort accepts host:port with a numeric port (0 picks a free one).
+func checkHostPort(v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		return badValue("must be host:port, e.g. :8080 or 127.0.0.1:8080")
+	}
+	return nil
 }
