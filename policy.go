@@ -139,7 +139,6 @@ var globalUnicast6 = netip.MustParsePrefix("2000::/3")
 
 // Prefixes of IPv6 forms that embed an IPv4 address.
 var (
-	mapped4     = netip.MustParsePrefix("::ffff:0.0.0.0/96")
 	compatible4 = netip.MustParsePrefix("::/96")
 	translated4 = netip.MustParsePrefix("::ffff:0:0.0.0.0/96")
 	nat64       = netip.MustParsePrefix("64:ff9b::/96")
