@@ -21,6 +21,7 @@ type Job struct {
 	TargetURL          string            `json:"target_url"`
 	Method             string            `json:"method"`
 	Headers            map[string]string `json:"headers"`
+	SecretHeaders      []string          `json:"secret_headers"` // masked like Authorization (see secrets.go)
 	Payload            json.RawMessage   `json:"payload"`
 	TimeoutSeconds     int               `json:"timeout_seconds"`
 	MaxRetries         int               `json:"max_retries"`
@@ -29,6 +30,7 @@ type Job struct {
 	BackoffMaxSeconds  float64           `json:"backoff_max_seconds"`
 	Overlap            OverlapPolicy     `json:"overlap"`
 	Enabled            bool              `json:"enabled"`
+	SigningSecrets     []SigningSecret   `json:"signing_secrets"` // metadata only; the values are write-only
 	NextRunAt          *time.Time        `json:"next_run_at"`
 	CreatedAt          time.Time         `json:"created_at"`
 	UpdatedAt          time.Time         `json:"updated_at"`
@@ -78,6 +80,9 @@ func (j *Job) ApplyDefaults() {
 	j.Method = strings.ToUpper(j.Method)
 	if j.Headers == nil {
 		j.Headers = map[string]string{}
+	}
+	if j.SecretHeaders == nil {
+		j.SecretHeaders = []string{}
 	}
 	if j.TimeoutSeconds == 0 {
 		j.TimeoutSeconds = DefaultTimeoutSeconds
@@ -153,6 +158,7 @@ func (j *Job) Validate() error {
 			f["headers"] = fmt.Sprintf("invalid value for header %q", k)
 		}
 	}
+	validateSecretHeaders(j.SecretHeaders, f)
 	if len(j.Payload) > MaxPayloadBytes {
 		f["payload"] = fmt.Sprintf("must be at most %d bytes", MaxPayloadBytes)
 	} else if len(j.Payload) > 0 && !json.Valid(j.Payload) {

@@ -18,6 +18,7 @@ type JobUpdate struct {
 	TargetURL          Opt[string]            `json:"target_url"`
 	Method             Opt[string]            `json:"method"`
 	Headers            Opt[map[string]string] `json:"headers"`
+	SecretHeaders      Opt[[]string]          `json:"secret_headers"`
 	Payload            Opt[json.RawMessage]   `json:"payload"`
 	TimeoutSeconds     Opt[int]               `json:"timeout_seconds"`
 	MaxRetries         Opt[int]               `json:"max_retries"`
@@ -26,6 +27,10 @@ type JobUpdate struct {
 	BackoffMaxSeconds  Opt[float64]           `json:"backoff_max_seconds"`
 	Overlap            Opt[OverlapPolicy]     `json:"overlap"`
 	Enabled            Opt[bool]              `json:"enabled"`
+
+	// GenerateSigningSecret, at create only, gives the job its own signing
+	// secret, shown once in the response. Apply ignores it.
+	GenerateSigningSecret Opt[bool] `json:"generate_signing_secret"`
 }
 
 // Apply changes j in place with the Set fields of u and returns an EINVALID
@@ -82,9 +87,17 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 		}
 	}
 	if u.Headers.Set {
+		old := j.Headers
 		j.Headers = u.Headers.Value
 		if j.Headers == nil {
 			j.Headers = map[string]string{}
+		}
+		keepRedacted(j, old)
+	}
+	if u.SecretHeaders.Set {
+		j.SecretHeaders = u.SecretHeaders.Value
+		if j.SecretHeaders == nil {
+			j.SecretHeaders = []string{}
 		}
 	}
 	if u.Payload.Set {
@@ -122,4 +135,21 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 		return false, InvalidFields(f)
 	}
 	return rescheduled, nil
+}
+
+// keepRedacted restores, in j's new headers, the stored value of every
+// secret header sent back as Redacted: what a GET showed, a PATCH may
+// return unchanged without wiping the credential.
+func keepRedacted(j *Job, old map[string]string) {
+	for k, v := range j.Headers {
+		if v != Redacted || !j.IsSecretHeader(k) {
+			continue
+		}
+		for ok, ov := range old {
+			if strings.EqualFold(ok, k) {
+				j.Headers[k] = ov
+				break
+			}
+		}
+	}
 }

@@ -109,6 +109,7 @@ func instanceEnv(dsn, id string, cfg clusterConfig) []string {
 		"HTTP_ADDR=127.0.0.1:0",
 		"INSTANCE_ID=" + id,
 		"API_KEYS=" + apiKey,
+		"RATE_LIMIT=0", // the load tests measure the cluster, not the per-key limiter
 		"ALLOW_PRIVATE_TARGETS=true",
 		"MIGRATE_ON_START=false",
 		"LOG_LEVEL=info",

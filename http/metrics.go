@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	nethttp "net/http"
 	"strconv"
 	"time"
 
@@ -190,7 +191,10 @@ func (m *metrics) observeRequest(method, route string, status int, d time.Durati
 }
 
 // metricsHandler is GET /metrics.
-func (s *Server) metricsHandler() gin.HandlerFunc {
-	h := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg})
-	return gin.WrapH(h)
+func (s *Server) metricsHandler() gin.HandlerFunc { return gin.WrapH(s.MetricsHandler()) }
+
+// MetricsHandler serves the Prometheus metrics, for a listener of their
+// own (METRICS_ADDR) when Config.SeparateMetrics keeps them off the API.
+func (s *Server) MetricsHandler() nethttp.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg})
 }

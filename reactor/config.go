@@ -2,8 +2,11 @@ package reactor
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
+
+	"github.com/chronoshq/chronos"
 )
 
 // Config configures a Reactor. Zero values mean the defaults below.
@@ -25,8 +28,17 @@ type Config struct {
 	// what is due is always decided by the database's clock.
 	ClockSkew time.Duration
 
-	SigningSecret       string // when set, requests carry an HMAC signature
-	AllowPrivateTargets bool   // allow private, loopback and link-local targets
+	SigningSecret       string // signs deliveries of jobs without their own secret (whsec_<base64> or any string)
+	AllowPrivateTargets bool   // allow every special-purpose address but metadata endpoints
+
+	// AllowedTargetNetworks are special-purpose ranges deliveries may
+	// reach nonetheless (never a metadata endpoint).
+	AllowedTargetNetworks []netip.Prefix
+}
+
+// TargetPolicy is the outbound address policy the configuration asks for.
+func (c Config) TargetPolicy() chronos.TargetPolicy {
+	return chronos.TargetPolicy{AllowPrivate: c.AllowPrivateTargets, AllowedNetworks: c.AllowedTargetNetworks}
 }
 
 // Defaults of Config.

@@ -44,10 +44,10 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	err = db.Pool.QueryRow(ctx, `
 		INSERT INTO jobs (name, cron_expr, run_at, timezone, target_url, method, headers, payload,
 		                  timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds,
-		                  overlap, enabled, next_run_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+		                  overlap, enabled, next_run_at, secret_headers, signing_secrets)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 		RETURNING id, next_run_at, created_at, updated_at`,
-		jobArgs(j, next)...,
+		append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets))...,
 	).Scan(&j.ID, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt)
 	if err != nil {
 		return mapErr(err, "create job")
@@ -199,13 +199,13 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		return nil, err
 	}
 
-	args := append([]any{id}, jobArgs(j, next)...)
+	args := append(append([]any{id}, jobArgs(j, next)...), secretHeadersArg(j))
 	var stored jobScan
 	err = tx.QueryRow(ctx, `
 		UPDATE jobs SET name = $2, cron_expr = $3, run_at = $4, timezone = $5, target_url = $6, method = $7,
 		       headers = $8, payload = $9, timeout_seconds = $10, max_retries = $11, backoff = $12,
 		       backoff_base_seconds = $13, backoff_max_seconds = $14, overlap = $15, enabled = $16,
-		       next_run_at = $17, updated_at = now()
+		       next_run_at = $17, secret_headers = $18, updated_at = now()
 		 WHERE id = $1
 		RETURNING `+jobColumns, args...).Scan(stored.dest()...)
 	if err != nil {

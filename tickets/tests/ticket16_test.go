@@ -25,7 +25,7 @@ func TestTicket16LinearBackoff(t *testing.T) {
 		w.WriteHeader(nethttp.StatusInternalServerError)
 	})
 	in := rxStart(t, dsn, "t16", rxOptions{Reactor: true, Listener: true})
-	api := chttp.NewServer(chttp.Config{Instance: "t16", AuthDisabled: true}, in.DB, in.Bus, nil, reactortest.Logger(t)).Handler()
+	api := chttp.NewServer(chttp.Config{Instance: "t16", AuthDisabled: true, TargetPolicy: chronos.TargetPolicy{AllowPrivate: true}}, in.DB, in.Bus, nil, reactortest.Logger(t)).Handler()
 
 	create := func(body map[string]any) *chronos.Job {
 		t.Helper()
