@@ -223,7 +223,8 @@ func connectDB(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*sql.DB
 	}
 }
 
-// probe tells the API about the listener and the reactor for /readyz.
+// probe tells the API about the listener and the reactor for /readyz and
+// /metrics (it is an http.WorkProbe too).
 type probe struct {
 	l *listeners.Listener
 	r *reactor.Reactor
@@ -231,3 +232,5 @@ type probe struct {
 
 func (p probe) ListenerConnected() bool { return p.l.Connected() }
 func (p probe) IsLeader() bool          { return p.r.IsLeader() }
+func (p probe) InFlight() int           { return p.r.InFlight() }
+func (p probe) WorkerSlots() int        { return p.r.WorkerSlots() }
