@@ -11,10 +11,11 @@ TEST_TIMEOUT ?= 12m
 FUZZTIME    ?= 20s
 PKGS        ?= ./...
 
-.PHONY: test fmt-check vet staticcheck lint gotest build fuzz bench dev clean
+.PHONY: test fmt-check vet staticcheck lint gotest gotest-deploy build fuzz bench dev clean
 
-## test: gofmt check, go vet, staticcheck, then go test -race against a real Postgres.
-test: lint gotest
+## test: gofmt check, go vet, staticcheck, then go test -race against a real Postgres
+## (the chronos module, then the deploy module's checks of deploy/ and compose.yaml).
+test: lint gotest gotest-deploy
 
 ## lint: gofmt check, go vet and staticcheck.
 lint: fmt-check vet staticcheck
@@ -26,17 +27,25 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	cd deploy && $(GO) vet ./...
 
 $(GOBIN)/staticcheck:
 	GOBIN=$(GOBIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
+	cd deploy && $(STATICCHECK) ./...
 
 ## gotest: go test -race with TEST_DATABASE_URL from scripts/testdb.sh
 ## (CHRONOS_TESTDB=auto|server|local|docker picks where Postgres comes from).
 gotest:
 	bash scripts/testdb.sh $(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
+
+## gotest-deploy: the deploy module (its own go.mod, so Prometheus's, Kubernetes's and
+## compose's parsers stay out of chronos's dependencies): dashboard, alert rules,
+## Kubernetes manifests, systemd unit, compose.yaml.
+gotest-deploy:
+	cd deploy && bash ../scripts/testdb.sh $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
 ## build: the chronos binary in bin/.
 build:
