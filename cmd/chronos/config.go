@@ -56,10 +56,10 @@ const maxInstanceID = 63
 // serveVars lists every variable `chronos serve` reads, in the order they
 // are checked and documented.
 var serveVars = []envVar{
-	{"DATABASE_URL", "", "Postgres connection string (required), e.g. postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable",
+	{"DATABASE_URL", "", "Postgres connection string (required), e.g. postgres://chronos:chronos@localhost:5433/chronos?sslmode=disable",
 		func(c *serveConfig, v string) error {
 			if v == "" {
-				return fmt.Errorf("DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable")
+				return fmt.Errorf("DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5433/chronos?sslmode=disable")
 			}
 			if _, err := pgx.ParseConfig(v); err != nil {
 				// pgx redacts the password in its message.

@@ -129,7 +129,7 @@ func TestLoadServeConfigErrors(t *testing.T) {
 		{"LOG_FORMAT", "xml", `invalid LOG_FORMAT "xml": must be json or text`},
 		{"INSTANCE_ID", "has space", `invalid INSTANCE_ID "has space": must be at most 63 printable ASCII characters without spaces`},
 		{"INSTANCE_ID", strings.Repeat("x", 64), `invalid INSTANCE_ID "` + strings.Repeat("x", 64) + `": must be at most 63 printable ASCII characters without spaces`},
-		{"DATABASE_URL", "", `DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable`},
+		{"DATABASE_URL", "", `DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5433/chronos?sslmode=disable`},
 	} {
 		env := map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": "k1", tc.name: tc.value}
 		_, err := loadServeConfig(mapEnv(env))
