@@ -61,6 +61,9 @@ var serveVars = []envVar{
 			if v == "" {
 				return fmt.Errorf("DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5433/chronos?sslmode=disable")
 			}
+			if err := checkScheme(v); err != nil {
+				return err
+			}
 			if _, err := pgx.ParseConfig(v); err != nil {
 				// pgx redacts the password in its message.
 				return fmt.Errorf("invalid DATABASE_URL: %v", err)
@@ -186,6 +189,25 @@ func loadEnv(getenv func(string) string, vars []envVar) (*serveConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkScheme refuses a URL that is not Postgres's (mysql://, http://):
+// pgx would report it as a mangled "cannot parse" of the whole string. The
+// keyword/value form (host=... dbname=...) has no scheme and passes.
+func checkScheme(dsn string) error {
+	scheme, _, ok := strings.Cut(dsn, "://")
+	if !ok || strings.ContainsAny(scheme, " =") {
+		return nil
+	}
+	switch scheme {
+	case "postgres", "postgresql":
+		return nil
+	}
+	if l := strings.ToLower(scheme); l == "postgres" || l == "postgresql" {
+		return fmt.Errorf("invalid DATABASE_URL: write the scheme %q in lower case: %s://", scheme, l)
+	}
+	// Only the scheme is quoted: the rest may hold a password.
+	return fmt.Errorf("invalid DATABASE_URL: scheme %q is not Postgres: use postgres://user:password@host:5432/database (or the keyword/value form host=... dbname=...)", scheme)
 }
 
 // varsNamed returns the entries of serveVars with the given names, for
