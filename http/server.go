@@ -160,7 +160,7 @@ func NewServer(cfg Config, db *sql.DB, b *bus.Bus, probe Probe, log *slog.Logger
 		log.Warn("API authentication is DISABLED: every /v1 route is open to anyone who can reach this port")
 	}
 	s.limits = newLimits(cfg)
-	s.metrics = newMetrics(b, probe)
+	s.metrics = newMetrics(b, probe, db, log)
 	s.engine = s.routes()
 	return s
 }

@@ -22,6 +22,7 @@ type Config struct {
 	RunRetention       time.Duration // terminal runs older than this are pruned (7 days)
 	ShutdownTimeout    time.Duration // grace for in-flight calls on shutdown (25s)
 	Lookahead          time.Duration // runs are materialized this far ahead (2s)
+	QueueStatsInterval time.Duration // how often the leader recomputes the queue gauges (5s)
 
 	// ClockSkew shifts this instance's own clock (testing only: it stands
 	// for a machine whose clock is off). The own clock only arms timers;
@@ -51,6 +52,7 @@ const (
 	DefaultRunRetention       = 7 * 24 * time.Hour
 	DefaultShutdownTimeout    = 25 * time.Second
 	DefaultLookahead          = 2 * time.Second
+	DefaultQueueStatsInterval = 5 * time.Second
 )
 
 // withDefaults returns c with every zero field set to its default.
@@ -82,6 +84,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Lookahead <= 0 {
 		c.Lookahead = DefaultLookahead
+	}
+	if c.QueueStatsInterval <= 0 {
+		c.QueueStatsInterval = DefaultQueueStatsInterval
 	}
 	return c
 }

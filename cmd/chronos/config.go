@@ -73,10 +73,13 @@ const maxInstanceID = 63
 // serveVars lists every variable `chronos serve` reads, in the order they
 // are checked and documented.
 var serveVars = []envVar{
-	{"DATABASE_URL", "", "Postgres connection string (required), e.g. postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable",
+	{"DATABASE_URL", "", "Postgres connection string (required), e.g. postgres://chronos:chronos@localhost:5433/chronos?sslmode=disable",
 		func(c *serveConfig, v string) error {
 			if v == "" {
-				return fmt.Errorf("DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable")
+				return fmt.Errorf("DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5433/chronos?sslmode=disable")
+			}
+			if err := checkScheme(v); err != nil {
+				return err
 			}
 			if _, err := pgx.ParseConfig(v); err != nil {
 				// pgx redacts the password in its message.
@@ -263,6 +266,25 @@ func loadEnv(getenv func(string) string, vars []envVar) (*serveConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkScheme refuses a URL that is not Postgres's (mysql://, http://):
+// pgx would report it as a mangled "cannot parse" of the whole string. The
+// keyword/value form (host=... dbname=...) has no scheme and passes.
+func checkScheme(dsn string) error {
+	scheme, _, ok := strings.Cut(dsn, "://")
+	if !ok || strings.ContainsAny(scheme, " =") {
+		return nil
+	}
+	switch scheme {
+	case "postgres", "postgresql":
+		return nil
+	}
+	if l := strings.ToLower(scheme); l == "postgres" || l == "postgresql" {
+		return fmt.Errorf("invalid DATABASE_URL: write the scheme %q in lower case: %s://", scheme, l)
+	}
+	// Only the scheme is quoted: the rest may hold a password.
+	return fmt.Errorf("invalid DATABASE_URL: scheme %q is not Postgres: use postgres://user:password@host:5432/database (or the keyword/value form host=... dbname=...)", scheme)
 }
 
 // varsNamed returns the entries of serveVars with the given names, for

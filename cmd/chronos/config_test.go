@@ -154,7 +154,7 @@ func TestLoadServeConfigErrors(t *testing.T) {
 		{"LOG_FORMAT", "xml", `invalid LOG_FORMAT "xml": must be json or text`},
 		{"INSTANCE_ID", "has space", `invalid INSTANCE_ID "has space": must be at most 63 printable ASCII characters without spaces`},
 		{"INSTANCE_ID", strings.Repeat("x", 64), `invalid INSTANCE_ID "` + strings.Repeat("x", 64) + `": must be at most 63 printable ASCII characters without spaces`},
-		{"DATABASE_URL", "", `DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable`},
+		{"DATABASE_URL", "", `DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5433/chronos?sslmode=disable`},
 	} {
 		env := map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": "k1", tc.name: tc.value}
 		_, err := loadServeConfig(mapEnv(env))
@@ -170,6 +170,25 @@ func TestLoadServeConfigErrors(t *testing.T) {
 	_, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": "postgres://u:hunter2@host:notaport/db", "API_KEYS": "k"}))
 	if err == nil || !strings.HasPrefix(err.Error(), "invalid DATABASE_URL: ") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("bad DATABASE_URL: %v", err)
+	}
+	// Another database's URL says the scheme is wrong, password unsaid.
+	for _, dsn := range []string{"mysql://root:hunter2@db:3306/app", "MySQL://root:hunter2@db/app", "http://hunter2@db/"} {
+		scheme, _, _ := strings.Cut(dsn, "://")
+		_, err = loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": dsn, "API_KEYS": "k"}))
+		if err == nil || !strings.HasPrefix(err.Error(), `invalid DATABASE_URL: scheme "`+scheme+`" is not Postgres`) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("DATABASE_URL=%s: %v", dsn, err)
+		}
+		if _, ok := err.(usageError); !ok {
+			t.Errorf("DATABASE_URL=%s: %T is not a usage error", dsn, err)
+		}
+	}
+	if _, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": "POSTGRES://u@h/db", "API_KEYS": "k"})); err == nil || !strings.Contains(err.Error(), "lower case") {
+		t.Errorf("DATABASE_URL=POSTGRES://...: %v", err)
+	}
+	for _, dsn := range []string{"postgresql://u@h/db", "host=h dbname=db password=a://b"} {
+		if _, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": dsn, "API_KEYS": "k"})); err != nil {
+			t.Errorf("DATABASE_URL=%s: %v", dsn, err)
+		}
 	}
 	// No keys and auth not explicitly disabled: refuse.
 	_, err = loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": " , "}))

@@ -89,7 +89,7 @@ Examples:
 	if err != nil {
 		return fmt.Errorf("receive: listen on %q: %w", *addr, err)
 	}
-	srv := &nethttp.Server{Handler: rc, ReadHeaderTimeout: 10 * time.Second}
+	srv := &nethttp.Server{Handler: withHealthz(rc), ReadHeaderTimeout: 10 * time.Second}
 	verify := "signatures not checked (no --secret)"
 	if len(rc.secret) > 0 {
 		verify = "verifying signatures"

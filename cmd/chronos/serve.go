@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/chronoshq/chronos/bus"
 	chttp "github.com/chronoshq/chronos/http"
 	"github.com/chronoshq/chronos/listeners"
@@ -223,6 +225,10 @@ func connectDB(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*sql.DB
 		if lastErr == nil || ctx.Err() == nil {
 			lastErr = err
 		}
+		if reason := permanentConnectError(err); reason != "" {
+			db.Close()
+			return nil, fmt.Errorf("cannot connect to DATABASE_URL: %s: %w", reason, err)
+		}
 		if attempt == 1 {
 			log.Warn("database not reachable yet; retrying", "timeout", cfg.DatabaseConnectTimeout.String(), "err", err)
 		}
@@ -239,7 +245,29 @@ func connectDB(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*sql.DB
 	}
 }
 
-// probe tells the API about the listener and the reactor for /readyz.
+// permanentConnectError says why err will not go away by retrying (a
+// database or role that does not exist, a refused password), or "" for an
+// error worth retrying: a server that is down or still starting.
+func permanentConnectError(err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	switch {
+	case pe.Code == "3D000": // invalid_catalog_name
+		return "the database does not exist"
+	case pe.Code == "28P01": // invalid_password
+		return "authentication failed"
+	case pe.Code == "28000": // invalid_authorization_specification
+		return "the role does not exist or may not connect (pg_hba.conf)"
+	case strings.HasPrefix(pe.Code, "28"):
+		return "authentication failed"
+	}
+	return ""
+}
+
+// probe tells the API about the listener and the reactor for /readyz and
+// /metrics (it is an http.WorkProbe too).
 type probe struct {
 	l *listeners.Listener
 	r *reactor.Reactor
@@ -289,3 +317,5 @@ func metricsMux(api *chttp.Server) nethttp.Handler {
 	mux.Handle("GET /metrics", api.MetricsHandler())
 	return mux
 }
+func (p probe) InFlight() int    { return p.r.InFlight() }
+func (p probe) WorkerSlots() int { return p.r.WorkerSlots() }
