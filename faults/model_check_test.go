@@ -294,7 +294,7 @@ func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
 		// lookahead ahead; created after it was due means the leader
 		// planned on a wrong clock. A fresh version may be materialized
 		// on its change, so the first second of one is left out.
-		if ok && v.st.Overlap == "allow" && !r.CatchUp && r.Sched.After(v.recv.Add(time.Second)) &&
+		if ok && v.st.Enabled && v.st.Overlap == "allow" && !r.CatchUp && r.Sched.After(v.recv.Add(time.Second)) &&
 			r.Created.After(r.Sched.Add(300*time.Millisecond)) {
 			if who, ok := leaderThrough(d.samples, r.Sched.Add(-modelLookahead+600*time.Millisecond), r.Sched); ok {
 				s.violate("late-materialization", "job %s: %s created %s after it was due although %s led throughout",
@@ -316,6 +316,9 @@ func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
 			if at[o.UnixMicro()] != nil {
 				continue
 			}
+			if v.st.Overlap != "allow" && activeAround(d, j, o) != nil {
+				continue
+			}
 			k := sort.Search(len(sched), func(k int) bool { return sched[k].Sched.After(o) })
 			if k < len(sched) && sched[k].CatchUp {
 				if who, ok := leaderThrough(d.samples, o.Add(-modelLookahead+600*time.Millisecond), o); ok {
@@ -323,11 +326,6 @@ func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
 						j.key, o.Format("15:04:05.000"), sched[k], who)
 				}
 				continue
-			}
-			if v.st.Overlap != "allow" {
-				if other := activeAround(d, j, o); other != nil {
-					continue
-				}
 			}
 			s.violate("missing-occurrence", "job %s: no run for occurrence %s of %s (next run: %s) (%s)",
 				j.key, o.Format("15:04:05.000"), v.st, runAt(sched, k), s.history(j))

@@ -45,6 +45,7 @@ func (s *seqRun) do() {
 	}
 	event := s.nops-s.lastEvent >= eventSpacing
 	r := s.rng.IntN(100)
+	s.lastR = r
 	switch {
 	case s.nops <= 3:
 		s.create(s.nops == 3)
@@ -369,7 +370,7 @@ func (s *seqRun) killLeader() {
 	s.noteStop(stopRec{who: name, at: at, signal: "SIGKILL", leader: true})
 	next := waitNewLeader(s.t, s.c, name, 15*time.Second)
 	took := time.Since(at)
-	in.start(s.t)
+	s.startInst(in)
 	s.logOp("kill", fmt.Sprintf("kill -9 of leader %s; %s leads %s later; %s started again", name, next, took.Round(time.Millisecond), name))
 }
 
@@ -391,7 +392,7 @@ func (s *seqRun) restart(in *instance, skew time.Duration, skewed bool) {
 		in.env = env
 		s.skew[in.id] = skew
 	}
-	in.start(s.t)
+	s.startInst(in)
 	desc := fmt.Sprintf("SIGTERM %s (leader %v), started again", in.id, leader == in.id)
 	if skewed {
 		desc += fmt.Sprintf(" with CHRONOS_CLOCK_SKEW=%s", skew)
