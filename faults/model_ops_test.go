@@ -45,7 +45,6 @@ func (s *seqRun) do() {
 	}
 	event := s.nops-s.lastEvent >= eventSpacing
 	r := s.rng.IntN(100)
-	s.lastR = r
 	switch {
 	case s.nops <= 3:
 		s.create(s.nops == 3)
@@ -255,10 +254,10 @@ func (s *seqRun) toggle() {
 func (s *seqRun) patchCron() {
 	expr := modelCrons[s.rng.IntN(len(modelCrons))]
 	if j := s.pickJob(func(j *mjob) bool { return j.cur().Cron != "" }); j != nil {
-		s.patch("cron", j, map[string]any{"cron_expr": expr})
+		s.patch("cron_expr", j, map[string]any{"cron_expr": expr})
 		return
 	}
-	s.logOp("cron", "no cron job")
+	s.logOp("cron_expr", "no cron job")
 }
 
 func (s *seqRun) patchZone() {

@@ -288,7 +288,6 @@ type seqRun struct {
 	apiCalls  int
 	lastEvent int
 	via       int // the instance this operation's API calls go to
-	lastR     int
 	skew      map[string]time.Duration
 	baseEnv   map[string][]string
 	started   map[string]time.Time // when each instance's current process was started (no earlier)
@@ -412,7 +411,7 @@ func (s *seqRun) noteStop(r stopRec) {
 // logOp records an operation in the sequence's log (for the report).
 func (s *seqRun) logOp(kind, desc string) {
 	s.opKinds[kind]++
-	s.ops = append(s.ops, fmt.Sprintf("%3d r%02d %7.3fs %-9s %s", s.nops, s.lastR, time.Since(s.start).Seconds(), kind, desc))
+	s.ops = append(s.ops, fmt.Sprintf("%3d %7.3fs %-9s %s", s.nops, time.Since(s.start).Seconds(), kind, desc))
 }
 
 func (s *seqRun) violate(kind, format string, args ...any) {
