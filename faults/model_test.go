@@ -514,9 +514,10 @@ func (s *seqRun) checkLeases(who string) {
 		}
 		// Allowed: a lease of an earlier process of the same instance,
 		// killed with SIGKILL (the reaper takes it back once it expires).
-		// A lease of the stopped process was taken or renewed after it
-		// started, so it runs to at least its start plus a lease.
-		if until.Before(s.started[by].Add(s.c.cfg.lease - 50*time.Millisecond)) {
+		// A lease of the stopped process was taken after it started and
+		// had connected (well over 50 ms), so it runs to at least its
+		// start plus a lease plus that; the killed one's ended with it.
+		if until.Before(s.started[by].Add(s.c.cfg.lease + 50*time.Millisecond)) {
 			continue
 		}
 		what := "the cluster-wide SIGTERM stop"
