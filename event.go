@@ -34,14 +34,26 @@ const (
 	EventLeaseLost EventType = "run.lease_lost"
 	// EventMaterialized: the materializer created Count runs.
 	EventMaterialized EventType = "materializer.materialized"
-	// EventSkipped: the materializer skipped Count occurrences (overlap).
+	// EventSkipped: the materializer skipped Count occurrences of JobID;
+	// Op is the reason (SkipOverlap).
 	EventSkipped EventType = "materializer.skipped"
+	// EventCaughtUp: after a gap, the materializer created one catch-up
+	// run of JobID for the occurrences missed, at ScheduledAt; Count is how
+	// many runs created ahead before the gap it folded into it.
+	EventCaughtUp EventType = "materializer.caught_up"
 	// EventReclaimed: the reaper reclaimed Count expired leases.
 	EventReclaimed EventType = "reaper.reclaimed"
 	// EventPruned: the pruner deleted Count terminal runs.
 	EventPruned EventType = "pruner.pruned"
 	// EventDropped: a subscriber lost Count events because it fell behind.
 	EventDropped EventType = "bus.dropped"
+)
+
+// Reasons an occurrence is skipped (Event.Op of EventSkipped).
+const (
+	// SkipOverlap: the job's overlap policy (skip, queue_one) held the
+	// occurrence back while another run was active or waiting.
+	SkipOverlap = "overlap"
 )
 
 // Event is what travels on the bus and out of the event tap. Fields that do

@@ -28,6 +28,8 @@ var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25
 //	chronos_schedule_lag_seconds               first-attempt start minus scheduled instant (trigger=schedule)
 //	chronos_trigger_to_start_seconds           first-attempt start minus run creation (trigger=manual)
 //	chronos_claim_batch_size                   runs per dispatcher claim
+//	chronos_occurrences_skipped_total{reason}  occurrences the leader skipped (reason: overlap)
+//	chronos_occurrences_caught_up_total        catch-up runs the leader created after a gap
 //	chronos_bus_dropped_events_total           events lost by slow bus subscribers
 //	chronos_bus_published_events_total         events published on the bus
 //	chronos_leader                             1 while this instance leads
@@ -44,6 +46,8 @@ type metrics struct {
 	scheduleLag    prometheus.Histogram
 	triggerStart   prometheus.Histogram
 	claimBatch     prometheus.Histogram
+	skipped        *prometheus.CounterVec
+	caughtUp       prometheus.Counter
 	reconnects     prometheus.Counter
 	requests       *prometheus.CounterVec
 	requestSeconds *prometheus.HistogramVec
@@ -63,6 +67,11 @@ func newMetrics(b *bus.Bus, probe Probe) *metrics {
 			Help: "Start of a manually triggered run's first attempt minus the run's creation.", Buckets: latencyBuckets}),
 		claimBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_claim_batch_size",
 			Help: "Runs claimed per dispatcher claim.", Buckets: []float64{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000}}),
+		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_occurrences_skipped_total",
+			Help: "Scheduled occurrences the leader skipped, by reason (overlap: the job's overlap policy held it back)."},
+			[]string{"reason"}),
+		caughtUp: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_occurrences_caught_up_total",
+			Help: "Catch-up runs the leader created, each standing for the occurrences a job missed in a gap."}),
 		reconnects: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_listener_reconnects_total",
 			Help: "LISTEN connections (re)established (resync events)."}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_http_requests_total",
@@ -73,7 +82,7 @@ func newMetrics(b *bus.Bus, probe Probe) *metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.runs, m.attemptSeconds, m.scheduleLag, m.triggerStart, m.claimBatch, m.reconnects,
+		m.runs, m.attemptSeconds, m.scheduleLag, m.triggerStart, m.claimBatch, m.skipped, m.caughtUp, m.reconnects,
 		m.requests, m.requestSeconds,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronos_bus_dropped_events_total",
 			Help: "Events lost by bus subscribers that fell behind."}, func() float64 { return float64(b.Dropped()) }),
@@ -88,6 +97,7 @@ func newMetrics(b *bus.Bus, probe Probe) *metrics {
 	for _, s := range []chronos.RunStatus{chronos.StatusSucceeded, chronos.StatusPending, chronos.StatusDead} {
 		m.runs.WithLabelValues(string(s))
 	}
+	m.skipped.WithLabelValues(chronos.SkipOverlap)
 	return m
 }
 
@@ -100,7 +110,11 @@ func boolFloat(b bool) float64 {
 
 // metricEvents are the bus events the metrics consume.
 func metricEvents(e chronos.Event) bool {
-	return e.Type == chronos.EventAttempted || e.Type == chronos.EventClaimed || e.Type == chronos.EventResync
+	switch e.Type {
+	case chronos.EventAttempted, chronos.EventClaimed, chronos.EventResync, chronos.EventSkipped, chronos.EventCaughtUp:
+		return true
+	}
+	return false
 }
 
 // consume feeds the metrics from the bus until ctx ends.
@@ -144,6 +158,16 @@ func (m *metrics) observe(e chronos.Event) {
 		m.claimBatch.Observe(float64(e.Count))
 	case chronos.EventResync:
 		m.reconnects.Inc()
+	case chronos.EventSkipped:
+		// The reason is one of a few constants, never a job's: the label
+		// set stays bounded.
+		reason := e.Op
+		if reason == "" {
+			reason = chronos.SkipOverlap
+		}
+		m.skipped.WithLabelValues(reason).Add(float64(e.Count))
+	case chronos.EventCaughtUp:
+		m.caughtUp.Inc()
 	}
 }
 

@@ -48,10 +48,14 @@ type completer struct {
 	// retried is called with the available_at of a run put back to
 	// pending for a retry, so the local dispatcher arms its timer.
 	retried func(time.Time)
+	// clock is the instance's own clock, which the dispatcher's timers
+	// run on.
+	clock func() time.Time
 }
 
 func newCompleter(db *sql.DB, b *bus.Bus, log *slog.Logger, instance string, buffer int, retried func(time.Time)) *completer {
-	return &completer{db: db, bus: b, log: log, instance: instance, in: make(chan completion, buffer), retried: retried}
+	return &completer{db: db, bus: b, log: log, instance: instance, in: make(chan completion, buffer),
+		retried: retried, clock: time.Now}
 }
 
 // submit queues an outcome. It blocks only when the queue is full, which is
@@ -170,7 +174,7 @@ func (c *completer) write(batch []completion) {
 	}
 	// The retries' available_at is now()+delay as of the statement, which
 	// ran before this moment: a timer armed from here never fires early.
-	done := time.Now()
+	done := c.clock()
 	for i, x := range batch {
 		r := results[i]
 		if r.Err != nil {

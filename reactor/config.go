@@ -20,6 +20,11 @@ type Config struct {
 	ShutdownTimeout    time.Duration // grace for in-flight calls on shutdown (25s)
 	Lookahead          time.Duration // runs are materialized this far ahead (2s)
 
+	// ClockSkew shifts this instance's own clock (testing only: it stands
+	// for a machine whose clock is off). The own clock only arms timers;
+	// what is due is always decided by the database's clock.
+	ClockSkew time.Duration
+
 	SigningSecret       string // when set, requests carry an HMAC signature
 	AllowPrivateTargets bool   // allow private, loopback and link-local targets
 }

@@ -97,7 +97,7 @@ func (d *dispatcher) run(ctx context.Context) {
 		skewDelay = skewRetryFirst
 	)
 	arm := func(t time.Time) {
-		now := time.Now()
+		now := r.now()
 		if !t.After(now) {
 			claimNow = true
 			return
@@ -119,7 +119,7 @@ func (d *dispatcher) run(ctx context.Context) {
 			n, full, err := d.claim(ctx)
 			switch {
 			case err != nil:
-				arm(time.Now().Add(claimRetry))
+				arm(r.now().Add(claimRetry))
 			case n > 0:
 				skewDelay = skewRetryFirst
 			}
@@ -134,16 +134,16 @@ func (d *dispatcher) run(ctx context.Context) {
 			t, err := d.nextAvailable(ctx)
 			switch {
 			case err != nil:
-				arm(time.Now().Add(claimRetry))
+				arm(r.now().Add(claimRetry))
 			case t == nil:
-			case t.After(time.Now()):
+			case t.After(r.now()):
 				arm(*t)
 			case justClaimed && !mayHave:
 				// A pending run looked due, yet the claim just made did
 				// not get it: another instance is claiming it right now,
 				// or the database clock is a little behind ours. Look
 				// again shortly, backing off so this never spins.
-				arm(time.Now().Add(skewDelay))
+				arm(r.now().Add(skewDelay))
 				skewDelay = min(2*skewDelay, skewRetryMax)
 			default:
 				claimNow = true

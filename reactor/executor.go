@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -19,6 +21,11 @@ const (
 	maxStoredBody = 4 << 10  // bytes of the response body stored with the attempt
 	maxDrainBody  = 64 << 10 // bytes read past that so the connection can be reused
 )
+
+// HeaderCatchUp is set, to "true", on the delivery of a catch-up run: the
+// one late request that stands for the occurrences missed while the
+// cluster had no leader.
+const HeaderCatchUp = "X-Chronos-Catch-Up"
 
 // executor makes the HTTP call of one attempt. It is safe for concurrent
 // use; every call shares one transport.
@@ -49,6 +56,10 @@ type attemptResult struct {
 	Err        string        // "" on success
 	RetryAfter time.Duration // from Retry-After on 429/503
 	HasRetry   bool          // RetryAfter is set
+	// Sent: the request may have reached the target (its writing began).
+	// An attempt that was not sent may be handed back uncounted; one that
+	// was is an attempt, whatever happens next.
+	Sent       bool
 	StartedAt  time.Time
 	FinishedAt time.Time
 }
@@ -77,7 +88,18 @@ func (e *executor) do(ctx context.Context, job *chronos.Job, run *chronos.Run) a
 		res.Err = err.Error()
 		return res
 	}
+	var sent atomic.Bool
+	// Writing the headers is where bytes may start to reach the target:
+	// from there on the request counts as sent, even if the write fails
+	// half way (counting an attempt that did not arrive is safe; not
+	// counting one that did is how a run gets delivered without bound).
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteHeaderField: func(string, []string) { sent.Store(true) },
+		WroteHeaders:     func() { sent.Store(true) },
+		WroteRequest:     func(httptrace.WroteRequestInfo) { sent.Store(true) },
+	}))
 	resp, err := e.client.Do(req)
+	res.Sent = sent.Load() || resp != nil
 	if err != nil {
 		res.FinishedAt = time.Now()
 		res.Err = describeError(ctx, err, timeout)
@@ -141,6 +163,9 @@ func (e *executor) request(ctx context.Context, job *chronos.Job, run *chronos.R
 	req.Header.Set(HeaderRunID, strconv.FormatInt(run.ID, 10))
 	req.Header.Set(HeaderAttempt, strconv.Itoa(run.AttemptCount))
 	req.Header.Set(HeaderScheduledAt, run.ScheduledAt.UTC().Format(time.RFC3339Nano))
+	if run.CatchUp {
+		req.Header.Set(HeaderCatchUp, "true")
+	}
 	if len(e.secret) > 0 {
 		ts := strconv.FormatInt(time.Now().Unix(), 10)
 		req.Header.Set(HeaderTimestamp, ts)

@@ -55,8 +55,9 @@ type instance struct {
 }
 
 // startReactor runs a reactor on dsn until stop or cleanup, and fails the
-// test when Run returns an error.
-func startReactor(t *testing.T, dsn string, cfg Config) *instance {
+// test when Run returns an error. Each prepare function may adjust the
+// reactor before it runs.
+func startReactor(t *testing.T, dsn string, cfg Config, prepare ...func(*Reactor)) *instance {
 	t.Helper()
 	cfg.DSN = dsn
 	if cfg.Instance == "" {
@@ -75,6 +76,9 @@ func startReactor(t *testing.T, dsn string, cfg Config) *instance {
 	db := openDB(t, dsn, cfg.Instance)
 	b := bus.New()
 	in := &instance{r: New(cfg, db, b, testLog(t)), db: db, bus: b, done: make(chan error, 1)}
+	for _, p := range prepare {
+		p(in.r)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	in.cancel = cancel
 	go func() { in.done <- in.r.Run(ctx) }()

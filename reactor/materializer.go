@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
 )
 
 // materializeBatch is how many jobs one db.Materialize call examines.
@@ -45,7 +46,8 @@ func (m *materializer) run(ctx context.Context) {
 func (m *materializer) tick(ctx context.Context) {
 	r := m.r
 	for ctx.Err() == nil {
-		res, err := r.db.Materialize(ctx, time.Now(), r.cfg.Lookahead, materializeBatch)
+		// The zero time: the database's clock decides what is due.
+		res, err := r.db.Materialize(ctx, time.Time{}, r.cfg.Lookahead, materializeBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.log.Error("materialize failed", "err", err)
@@ -65,13 +67,28 @@ func (m *materializer) tick(ctx context.Context) {
 			r.log.Debug("materialized runs", "count", res.Created, "jobs", res.Jobs)
 			r.bus.Publish(e)
 		}
-		if res.Skipped > 0 {
-			r.log.Debug("skipped occurrences", "count", res.Skipped)
-			r.bus.Publish(chronos.Event{Type: chronos.EventSkipped, Instance: r.cfg.Instance, Count: res.Skipped})
-		}
+		m.announce(res)
 		if res.Jobs < materializeBatch {
 			return
 		}
+	}
+}
+
+// announce publishes, job by job, the occurrences skipped and the gaps
+// caught up, so the event tap can show them for one job and the metrics
+// can count them by reason.
+func (m *materializer) announce(res sql.MaterializeResult) {
+	r := m.r
+	for id, n := range res.Skips {
+		r.log.Debug("skipped occurrences", "job_id", id, "count", n, "reason", chronos.SkipOverlap)
+		r.bus.Publish(chronos.Event{Type: chronos.EventSkipped, Instance: r.cfg.Instance, JobID: id,
+			Count: n, Op: chronos.SkipOverlap})
+	}
+	for _, c := range res.CatchUps {
+		at := c.At
+		r.log.Info("caught up a gap", "job_id", c.JobID, "scheduled_at", at, "folded_runs", c.Folded)
+		r.bus.Publish(chronos.Event{Type: chronos.EventCaughtUp, Instance: r.cfg.Instance, JobID: c.JobID,
+			ScheduledAt: &at, Count: c.Folded})
 	}
 }
 

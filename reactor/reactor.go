@@ -43,8 +43,13 @@ func New(cfg Config, db *sql.DB, b *bus.Bus, log *slog.Logger) *Reactor {
 	// The queue holds a batch's worth per worker, so workers hand off
 	// without waiting while a batch is written.
 	r.comp = newCompleter(db, b, log, cfg.Instance, max(completeMaxBatch, 2*cfg.WorkerConcurrency), r.disp.hint)
+	r.comp.clock = r.now
 	return r
 }
+
+// now is this instance's own clock (skewed by Config.ClockSkew). It arms
+// timers only; scheduling decisions read the database's clock.
+func (r *Reactor) now() time.Time { return time.Now().Add(r.cfg.ClockSkew) }
 
 // IsLeader reports whether this instance currently leads.
 func (r *Reactor) IsLeader() bool { return r.leader.IsLeader() }

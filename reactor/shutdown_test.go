@@ -3,6 +3,7 @@ package reactor
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,10 +11,12 @@ import (
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
-// Calls still in flight when the shutdown grace runs out are cancelled and
-// their runs handed back to pending, not counted as failures; calls that
-// finish within the grace are recorded.
-func TestShutdownReleasesRuns(t *testing.T) {
+// Calls still in flight when the shutdown grace runs out are cancelled.
+// Their requests were sent, so each is a counted, recorded attempt that
+// failed with "interrupted by shutdown" and retries (or dead-letters) like
+// any other; calls that finish within the grace are recorded as they
+// answered. Nothing is left leased.
+func TestShutdownCountsSentRequests(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
 	unblock := make(chan struct{})
@@ -27,12 +30,14 @@ func TestShutdownReleasesRuns(t *testing.T) {
 	quick := newTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(300 * time.Millisecond) })
 
 	in := startReactor(t, dsn, Config{WorkerConcurrency: 6, ShutdownTimeout: 800 * time.Millisecond})
-	slowJob := createJob(t, in.db, &chronos.Job{TargetURL: slow.URL})
+	slowJob := createJob(t, in.db, &chronos.Job{TargetURL: slow.URL, MaxRetries: 2})
+	lastJob := createJob(t, in.db, &chronos.Job{TargetURL: slow.URL, MaxRetries: 0})
 	quickJob := createJob(t, in.db, &chronos.Job{TargetURL: quick.URL})
 	var slowRuns, quickRuns []int64
-	for range 3 {
+	for range 2 {
 		slowRuns = append(slowRuns, in.trigger(t, slowJob.ID).ID)
 	}
+	lastRun := in.trigger(t, lastJob.ID).ID
 	eventually(t, 5*time.Second, "the slow calls in flight", func() bool { return slow.inFlight.Load() == 3 })
 	for range 2 {
 		quickRuns = append(quickRuns, in.trigger(t, quickJob.ID).ID)
@@ -43,7 +48,7 @@ func TestShutdownReleasesRuns(t *testing.T) {
 	if err := in.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if el := time.Since(start); el > 5*time.Second {
+	if el := time.Since(start); el > 10*time.Second {
 		t.Errorf("shutdown took %s with a grace of 800ms", el)
 	}
 	for _, id := range quickRuns {
@@ -51,15 +56,26 @@ func TestShutdownReleasesRuns(t *testing.T) {
 			t.Errorf("quick run %d is %s, want succeeded (it finished within the grace)", id, r.Status)
 		}
 	}
-	for _, id := range slowRuns {
+	check := func(id int64, want chronos.RunStatus) {
+		t.Helper()
 		r := runOf(t, in.db, id)
-		if r.Status != chronos.StatusPending || r.LeasedBy != nil {
-			t.Errorf("slow run %d is %s leased by %v, want pending and free", id, r.Status, r.LeasedBy)
+		if r.Status != want || r.LeasedBy != nil || r.AttemptCount != 1 {
+			t.Errorf("slow run %d is %s with %d attempts, leased by %v; want %s with 1 attempt, free",
+				id, r.Status, r.AttemptCount, r.LeasedBy, want)
 		}
-		if r.LastError != nil && *r.LastError != "" {
-			t.Logf("slow run %d last_error %q", id, *r.LastError)
+		full, err := in.db.Run(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(full.Attempts) != 1 || full.Attempts[0].Error == nil || *full.Attempts[0].Error != InterruptedByShutdown {
+			t.Errorf("slow run %d attempts %+v, want one attempt with error %q", id, full.Attempts, InterruptedByShutdown)
 		}
 	}
+	for _, id := range slowRuns {
+		check(id, chronos.StatusPending) // retries left: it retries elsewhere
+	}
+	check(lastRun, chronos.StatusDead) // max_retries 0: that was its one attempt
+
 	var leased int
 	if err := in.db.Pool.QueryRow(context.Background(),
 		"SELECT count(*) FROM job_runs WHERE status IN ('leased','running')").Scan(&leased); err != nil {
@@ -67,6 +83,40 @@ func TestShutdownReleasesRuns(t *testing.T) {
 	}
 	if leased != 0 {
 		t.Errorf("%d runs left leased after a graceful stop", leased)
+	}
+}
+
+// unsentTransport never writes a request: it waits until the call is
+// cancelled, as a dial that never completes would.
+type unsentTransport struct{ calls atomic.Int32 }
+
+func (u *unsentTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	u.calls.Add(1)
+	<-r.Context().Done()
+	return nil, r.Context().Err()
+}
+
+// A call whose request was never written when the grace ran out is handed
+// back uncounted: the target cannot have seen it.
+func TestShutdownReleasesUnsentRequests(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+	rt := &unsentTransport{}
+	in := startReactor(t, dsn, Config{WorkerConcurrency: 4, ShutdownTimeout: 300 * time.Millisecond},
+		func(r *Reactor) { r.exec.client.Transport = rt })
+	job := createJob(t, in.db, &chronos.Job{TargetURL: "http://127.0.0.1:9/never", MaxRetries: 0})
+	run := in.trigger(t, job.ID)
+	eventually(t, 5*time.Second, "the call in flight", func() bool { return rt.calls.Load() == 1 })
+	if err := in.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	full, err := in.db.Run(context.Background(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.Status != chronos.StatusPending || full.AttemptCount != 0 || len(full.Attempts) != 0 || full.LeasedBy != nil {
+		t.Errorf("unsent run is %s with %d attempts (%d rows), leased by %v; want pending, 0 attempts, free",
+			full.Status, full.AttemptCount, len(full.Attempts), full.LeasedBy)
 	}
 }
 
@@ -81,7 +131,7 @@ func TestShutdownIdle(t *testing.T) {
 	if err := in.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if el := time.Since(start); el > 3*time.Second {
+	if el := time.Since(start); el > 10*time.Second {
 		t.Errorf("idle shutdown took %s", el)
 	}
 	if in.r.IsLeader() {

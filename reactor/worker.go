@@ -20,11 +20,16 @@ const dbWriteTimeout = 10 * time.Second
 // marked running (see deliver).
 const startRecordDelay = 20 * time.Millisecond
 
+// InterruptedByShutdown is the error of an attempt whose request was sent
+// but whose answer shutdown did not wait for.
+const InterruptedByShutdown = "interrupted by shutdown"
+
 // deliver runs one claimed attempt: make the HTTP call while renewing the
 // lease (marking the run running if the call takes a while), and queue the
 // outcome for the completer. When
-// shutdown cancels the call before the target answered, the run is handed
-// back to pending instead, without counting the attempt.
+// shutdown cancels the call before its request was written, the run is
+// handed back to pending instead, without counting the attempt; once
+// written, it is an attempt that failed with InterruptedByShutdown.
 func (r *Reactor) deliver(c sql.Claimed) {
 	lease := c.Lease()
 	defer func() {
@@ -85,11 +90,18 @@ func (r *Reactor) deliver(c sql.Claimed) {
 		r.log.Warn("start run failed", "run_id", lease.RunID, "err", startErr)
 	}
 	if res.StatusCode == 0 && r.hard.Err() != nil {
-		// Shutdown ran out of grace before the target answered: this
-		// attempt never happened as far as the run is concerned.
-		ren.stop()
-		r.release(lease, c.Run.JobID)
-		return
+		if !res.Sent {
+			// Shutdown ran out of grace before the request was written:
+			// the target cannot have seen it, so this attempt never
+			// happened as far as the run is concerned.
+			ren.stop()
+			r.release(lease, c.Run.JobID)
+			return
+		}
+		// The request was on the wire: the target may have acted on it.
+		// It is a counted, recorded, failed attempt that retries or
+		// dead-letters like any other.
+		res.Err = InterruptedByShutdown
 	}
 	// The lease is renewed until the outcome is recorded, not just until
 	// the target answered: a completion that waits on a slow or briefly

@@ -40,13 +40,37 @@ const fence = "id = $1 AND leased_by = $2 AND attempt_count = $3 AND status IN (
 // claimSQL is one statement: pick, lease and count, then join the jobs.
 // SKIP LOCKED lets concurrent claimers take disjoint runs without waiting.
 // The result is not a NOTIFY: leased rows are not news to anyone.
+//
+// Two kinds of pending run are held back:
+//   - a run of a job whose overlap policy allows one active run (skip,
+//     queue_one) while another run of that job is leased or running. The
+//     job's row in job_run_locks says so; a claim takes it with ON CONFLICT
+//     DO NOTHING, which consults the unique index, not this statement's
+//     snapshot, so of two instances claiming runs of one job at once only
+//     one wins, and one claim takes at most one run of such a job.
+//   - a scheduled run of a job whose next_run_at is not after now: the
+//     materializer has not caught up with the job (no leader for a while),
+//     and when it does it may fold that run into a catch-up.
 var claimSQL = `
 	WITH picked AS (
-		SELECT id FROM job_runs
-		 WHERE status = 'pending' AND available_at <= now()
-		 ORDER BY available_at, id
+		SELECT r.id, r.job_id, r.available_at, j.overlap <> 'allow' AS exclusive
+		  FROM job_runs r JOIN jobs j ON j.id = r.job_id
+		 WHERE r.status = 'pending' AND r.available_at <= now()
+		   AND (j.overlap = 'allow'
+		        OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = r.job_id))
+		   AND NOT (r.trigger = 'schedule' AND j.next_run_at IS NOT NULL AND j.next_run_at <= now())
+		 ORDER BY r.available_at, r.id
 		 LIMIT $2
-		   FOR UPDATE SKIP LOCKED
+		   FOR UPDATE OF r SKIP LOCKED
+	), locked AS (
+		INSERT INTO job_run_locks (job_id, run_id)
+		SELECT job_id, id FROM (
+			SELECT DISTINCT ON (job_id) job_id, id FROM picked
+			 WHERE exclusive
+			 ORDER BY job_id, available_at, id) first
+		 ORDER BY job_id
+		ON CONFLICT (job_id) DO NOTHING
+		RETURNING run_id
 	), leased AS (
 		UPDATE job_runs r
 		   SET status = 'leased', leased_by = $1,
@@ -54,11 +78,27 @@ var claimSQL = `
 		       attempt_count = r.attempt_count + 1
 		  FROM picked
 		 WHERE r.id = picked.id
+		   AND (NOT picked.exclusive OR picked.id IN (SELECT run_id FROM locked))
 		RETURNING r.*
 	)
 	SELECT ` + qualified("l", runColumns) + `, ` + qualified("j", jobColumns) + `
 	  FROM leased l JOIN jobs j ON j.id = l.job_id
 	 ORDER BY l.available_at, l.id`
+
+// unlockSQL is a fragment of the statements that take runs out of leased
+// or running (complete, release, reclaim), given a CTE "freed" of their
+// ids: it drops their job_run_locks rows and touches the run waiting
+// behind each, so that run's NOTIFY wakes the dispatchers now rather than
+// at the next idle poll.
+const unlockSQL = `
+	unlocked AS (
+		DELETE FROM job_run_locks l USING freed WHERE l.run_id = freed.id
+		RETURNING l.job_id, l.run_id
+	), woken AS (
+		UPDATE job_runs w SET available_at = w.available_at
+		  FROM unlocked u
+		 WHERE w.job_id = u.job_id AND w.status = 'pending' AND w.id <> u.run_id
+	)`
 
 // Claim leases up to n pending runs with available_at <= now() to worker,
 // in one statement (FOR UPDATE SKIP LOCKED), counting the attempt.
@@ -137,21 +177,24 @@ func (db *DB) Renew(ctx context.Context, l Lease, d time.Duration) error {
 // The attempt is undone entirely: attempt_count goes back down and the
 // attempt's run_attempts row is deleted, so a run released at shutdown
 // still gets exactly max_retries+1 counted attempts, each with its row.
+// The run keeps its available_at, so it stays ahead of a run of its job
+// that waits behind it (queue_one). Only a request that never reached the
+// wire may be released: one that was sent is a counted attempt.
 func (db *DB) Release(ctx context.Context, l Lease) error {
 	var n int
 	err := db.Pool.QueryRow(ctx, `
-		WITH released AS (
+		WITH freed AS (
 			UPDATE job_runs
-			   SET status = 'pending', attempt_count = attempt_count - 1, available_at = now(),
+			   SET status = 'pending', attempt_count = attempt_count - 1,
 			       leased_by = NULL, leased_until = NULL,
 			       started_at = CASE WHEN attempt_count = 1 THEN NULL ELSE started_at END
 			 WHERE `+fence+`
 			RETURNING id
 		), forgotten AS (
-			DELETE FROM run_attempts a USING released
-			 WHERE a.run_id = released.id AND a.attempt = $3
-		)
-		SELECT count(*) FROM released`, l.RunID, l.Worker, l.Attempt).Scan(&n)
+			DELETE FROM run_attempts a USING freed
+			 WHERE a.run_id = freed.id AND a.attempt = $3
+		), `+unlockSQL+`
+		SELECT count(*) FROM freed`, l.RunID, l.Worker, l.Attempt).Scan(&n)
 	if err != nil {
 		return mapErr(err, "release run")
 	}

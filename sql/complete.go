@@ -49,7 +49,7 @@ var completeSQL = `
 		                     $7::text[], $8::timestamptz[], $9::timestamptz[], $10::bigint[], $11::bigint[])
 		       AS o(run_id, worker, attempt, success, status_code, error, body, started_at, finished_at,
 		            retry_us, duration_ms)
-	), done AS (
+	), freed AS (
 		UPDATE job_runs r
 		   SET status = CASE WHEN o.success THEN 'succeeded'
 		                     WHEN r.attempt_count >= j.max_retries + 1 THEN 'dead'
@@ -66,19 +66,19 @@ var completeSQL = `
 		 WHERE r.id = o.run_id AND r.leased_by = o.worker AND r.attempt_count = o.attempt
 		   AND r.status IN ('leased', 'running') AND j.id = r.job_id
 		RETURNING r.id, r.status
-	), recorded AS (
+	), ` + unlockSQL + `, recorded AS (
 		INSERT INTO run_attempts AS a (run_id, attempt, worker_id, started_at, finished_at, status_code,
 		                               error, response_body, duration_ms)
 		SELECT o.run_id, o.attempt, o.worker, COALESCE(o.started_at, now()), COALESCE(o.finished_at, now()),
 		       o.status_code, o.error, o.body, o.duration_ms
-		  FROM o JOIN done ON done.id = o.run_id
+		  FROM o JOIN freed ON freed.id = o.run_id
 		ON CONFLICT (run_id, attempt) DO UPDATE
 		   SET finished_at = EXCLUDED.finished_at, status_code = EXCLUDED.status_code,
 		       error = EXCLUDED.error, response_body = EXCLUDED.response_body,
 		       duration_ms = COALESCE(EXCLUDED.duration_ms,
 		                              round(extract(epoch FROM EXCLUDED.finished_at - a.started_at) * 1000))
 	)
-	SELECT o.run_id, done.status FROM o LEFT JOIN done ON done.id = o.run_id`
+	SELECT o.run_id, freed.status FROM o LEFT JOIN freed ON freed.id = o.run_id`
 
 // Complete records a batch of outcomes in one round trip: success →
 // succeeded; failure → pending after RetryDelay, or dead when the run has

@@ -16,8 +16,9 @@ import (
 // EINVALID.
 //
 // It applies the defaults (ApplyDefaults) and validates first, so a caller
-// that forgot gets a 400, never a constraint's 500. next_run_at is computed
-// even for a disabled job, so re-enabling it has a schedule to start from.
+// that forgot gets a 400, never a constraint's 500. next_run_at is the
+// first occurrence after the database's clock; a disabled cron job has
+// none until it is resumed.
 func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	j.ApplyDefaults()
 	if err := j.Validate(); err != nil {
@@ -27,9 +28,18 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 		t := j.RunAt.UTC()
 		j.RunAt = &t
 	}
-	next, err := j.NextRun(time.Now())
+	// The first occurrence is the first after the database's clock, the
+	// one clock every scheduling decision uses.
+	now, err := db.now(ctx)
+	if err != nil {
+		return mapErr(err, "create job: read the clock")
+	}
+	next, err := j.NextRun(now)
 	if err != nil {
 		return chronos.InvalidFields(map[string]string{"cron_expr": err.Error()})
+	}
+	if !j.Enabled && j.CronExpr != nil {
+		next = nil // a paused cron job has no next run; resuming starts from then
 	}
 	err = db.Pool.QueryRow(ctx, `
 		INSERT INTO jobs (name, cron_expr, run_at, timezone, target_url, method, headers, payload,
@@ -122,10 +132,23 @@ func (db *DB) Jobs(ctx context.Context, f JobFilter) ([]*chronos.Job, string, er
 // untouched, validation of the result, next_run_at recomputed when the
 // schedule changed) and returns the job as stored. ENOTFOUND, EINVALID.
 //
-// When the schedule changes or the job is disabled, the runs the
-// materializer pre-created for the old schedule (pending, never attempted,
-// due in the future) are deleted: a paused job does not fire a lookahead's
-// worth of occurrences afterwards.
+// Every scheduling decision reads the database's clock, once, at the start
+// of the transaction. When the schedule changes (cron_expr, run_at, or the
+// time zone of a cron job) or the job is paused, the runs the materializer
+// created ahead for the old schedule (pending, never attempted, not yet
+// due) are deleted: a paused job does not fire a lookahead's worth of
+// occurrences afterwards. What that means for next_run_at:
+//   - a cron job that is paused has none (stored null); resuming it, or
+//     changing its schedule, starts from the first occurrence after now:
+//     occurrences missed while paused are not caught up. A schedule that
+//     has no further occurrence leaves it null; that is a 400 only when
+//     cron_expr itself changed.
+//   - a one-shot keeps its one occurrence until it has fired: deleting its
+//     run created ahead puts run_at back as its next_run_at, so pausing and
+//     resuming it, or any other change, never loses its only run. A new
+//     run_at is a new occurrence. A one-shot paused past its run_at fires
+//     once when resumed. The stored next_run_at of a paused one-shot is
+//     kept for that, and shown as null like every paused job's.
 func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*chronos.Job, error) {
 	tx, err := db.Pool.Begin(ctx)
 	if err != nil {
@@ -133,33 +156,49 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 
-	j, err := scanJob(tx.QueryRow(ctx, "SELECT "+jobColumns+" FROM jobs WHERE id = $1 FOR UPDATE", id))
+	var (
+		s       jobScan
+		rawNext *time.Time // next_run_at as stored (a paused job shows null)
+		now     time.Time
+	)
+	err = tx.QueryRow(ctx, "SELECT "+jobColumns+", next_run_at, now() FROM jobs WHERE id = $1 FOR UPDATE", id).
+		Scan(append(s.dest(), &rawNext, &now)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, jobNotFound(id)
 	}
 	if err != nil {
 		return nil, mapErr(err, "update job")
 	}
-	wasEnabled, oldRunAt, oldNext := j.Enabled, j.RunAt, j.NextRunAt
-	rescheduled, err := u.Apply(j)
-	if err != nil {
+	j := s.job()
+	old := *j
+	if _, err := u.Apply(j); err != nil {
 		return nil, err
 	}
 	if err := j.Validate(); err != nil {
 		return nil, err
 	}
-	next := j.NextRunAt
-	if rescheduled {
-		next, err = j.NextRun(time.Now())
+	c := scheduleChangeOf(&old, j)
+
+	var dropped []time.Time // scheduled_at of the deleted runs created ahead
+	if c.schedule || c.pausing {
+		rows, err := tx.Query(ctx, `
+			DELETE FROM job_runs
+			 WHERE job_id = $1 AND status = 'pending' AND trigger = 'schedule'
+			   AND attempt_count = 0 AND available_at > now()
+			RETURNING scheduled_at`, id)
 		if err != nil {
-			return nil, chronos.InvalidFields(map[string]string{"cron_expr": err.Error()})
+			return nil, mapErr(err, "update job: drop runs created ahead")
 		}
-		// A one-shot already materialized stays done when only re-enabled
-		// (its run_at untouched): it must not fire a second time.
-		if j.RunAt != nil && oldNext == nil && oldRunAt != nil && oldRunAt.Equal(*j.RunAt) {
-			next = nil
+		dropped, err = pgx.CollectRows(rows, pgx.RowTo[time.Time])
+		if err != nil {
+			return nil, mapErr(err, "update job: drop runs created ahead")
 		}
 	}
+	next, err := nextAfterUpdate(j, c, rawNext, dropped, now)
+	if err != nil {
+		return nil, err
+	}
+
 	args := append([]any{id}, jobArgs(j, next)...)
 	var stored jobScan
 	err = tx.QueryRow(ctx, `
@@ -172,20 +211,79 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 	if err != nil {
 		return nil, mapErr(err, "update job")
 	}
-	j = stored.job()
-	if rescheduled || (wasEnabled && !j.Enabled) {
-		_, err = tx.Exec(ctx, `
-			DELETE FROM job_runs
-			 WHERE job_id = $1 AND status = 'pending' AND trigger = 'schedule'
-			   AND attempt_count = 0 AND available_at > now()`, id)
-		if err != nil {
-			return nil, mapErr(err, "update job: drop pre-created runs")
-		}
-	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, mapErr(err, "update job")
 	}
-	return j, nil
+	return stored.job(), nil
+}
+
+// scheduleChange is what a PATCH did to a job's schedule.
+type scheduleChange struct {
+	cron     bool // cron_expr changed (set, cleared or edited)
+	schedule bool // the occurrences changed: cron_expr, run_at, or a cron job's time zone
+	pausing  bool // enabled went from true to false
+	resuming bool // enabled went from false to true
+}
+
+// scheduleChangeOf compares a job before and after a PATCH. Setting a field
+// to the value it has changes nothing.
+func scheduleChangeOf(before, after *chronos.Job) scheduleChange {
+	var c scheduleChange
+	c.cron = !equalPtr(before.CronExpr, after.CronExpr)
+	runAt := !equalTimePtr(before.RunAt, after.RunAt)
+	zone := before.Timezone != after.Timezone && after.CronExpr != nil
+	c.schedule = c.cron || runAt || zone
+	c.pausing = before.Enabled && !after.Enabled
+	c.resuming = !before.Enabled && after.Enabled
+	return c
+}
+
+// nextAfterUpdate is the next_run_at to store after an update (see
+// UpdateJob): rawNext is the stored value before it, dropped the
+// scheduled instants of the runs created ahead that it deleted, now the
+// database's clock.
+func nextAfterUpdate(j *chronos.Job, c scheduleChange, rawNext *time.Time, dropped []time.Time, now time.Time) (*time.Time, error) {
+	if j.CronExpr != nil {
+		if !j.Enabled {
+			return nil, nil
+		}
+		if !c.schedule && !c.resuming {
+			return rawNext, nil
+		}
+		next, err := chronos.NextOccurrence(*j.CronExpr, j.Location(), now)
+		if err != nil {
+			if c.cron {
+				return nil, chronos.InvalidFields(map[string]string{"cron_expr": err.Error()})
+			}
+			return nil, nil // an exhausted schedule: nothing left to fire
+		}
+		return &next, nil
+	}
+	runAt := j.RunAt.UTC()
+	if c.schedule {
+		return &runAt, nil // a new run_at is a new occurrence
+	}
+	for _, t := range dropped {
+		if t.Equal(runAt) {
+			return &runAt, nil // its run created ahead is gone: not fired yet
+		}
+	}
+	return rawNext, nil
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+func equalTimePtr(a, b *time.Time) bool {
+	return a == nil && b == nil || a != nil && b != nil && a.Equal(*b)
+}
+
+// now reads the database's clock.
+func (db *DB) now(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := db.Pool.QueryRow(ctx, "SELECT now()").Scan(&t)
+	return t.UTC(), err
 }
 
 // DeleteJob deletes a job and its runs. ENOTFOUND.

@@ -11,10 +11,22 @@ import (
 
 // MaterializeResult says what one Materialize call did.
 type MaterializeResult struct {
-	Jobs    int            // jobs examined
-	Created int            // runs inserted
-	Skipped int            // occurrences skipped by overlap policy
-	Runs    []*chronos.Run // the runs inserted
+	Jobs     int            // jobs examined
+	Created  int            // runs inserted
+	Skipped  int            // occurrences skipped by overlap policy, in all
+	Runs     []*chronos.Run // the runs inserted
+	Skips    map[int64]int  // occurrences skipped by overlap policy, by job
+	CatchUps []CatchUp      // jobs that had a gap
+	Now      time.Time      // the scheduling clock this call used
+}
+
+// CatchUp is one job's gap: one catch-up run at At stands for every
+// occurrence missed, including Folded runs created ahead before the gap
+// that never started and were deleted in its favour.
+type CatchUp struct {
+	JobID  int64
+	At     time.Time
+	Folded int
 }
 
 // maxOccurrencesPerJob bounds one job's share of one call (a per-second
@@ -47,26 +59,42 @@ const dueJobsSQL = `
 // honouring overlap, with one catch-up run for a gap, and advances
 // next_run_at. Call it again while it returns a full batch.
 //
+// now is the scheduling clock. The zero time means the database's clock,
+// read once at the start of the transaction: that is what the reactor
+// passes, so a leader whose own clock is off neither folds occurrences that
+// are not yet due nor holds back ones that are. Tests pass a time to
+// simulate its passing.
+//
 // It is one short transaction. A job whose next_run_at lies more than one
 // occurrence in the past (the cluster was down, or had no leader) gets one
 // run, flagged catch_up, for the latest missed occurrence, and then
-// resumes with the first occurrence after now. Overlap: allow inserts
-// every occurrence; skip inserts none while the job has a pending, leased
-// or running run (counting each due occurrence skipped); queue_one inserts
-// only while the job has no pending run. A one-shot job materializes once;
-// afterwards its next_run_at is null, as is a cron job's whose schedule
-// has no further occurrence.
+// resumes with the first occurrence after now. The runs created ahead for
+// that job before the gap which never started count among the missed:
+// they are deleted, so the target gets one late request, not several.
+// Overlap: allow inserts every occurrence; skip inserts none while the job
+// has a pending, leased or running run (counting each due occurrence
+// skipped); queue_one inserts only while the job has no pending run. A
+// one-shot job materializes once; afterwards its next_run_at is null, as
+// is a cron job's whose schedule has no further occurrence.
 func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Duration, batch int) (MaterializeResult, error) {
-	var res MaterializeResult
+	res := MaterializeResult{Skips: map[int64]int{}}
 	if batch <= 0 {
 		return res, nil
 	}
-	horizon := now.Add(max(lookahead, 0))
 	tx, err := db.Pool.Begin(ctx)
 	if err != nil {
 		return res, fmt.Errorf("materialize: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+
+	if now.IsZero() {
+		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+			return res, mapErr(err, "materialize: read the clock")
+		}
+	}
+	now = now.UTC()
+	res.Now = now
+	horizon := now.Add(max(lookahead, 0))
 
 	rows, err := tx.Query(ctx, dueJobsSQL, now, horizon, batch)
 	if err != nil {
@@ -78,6 +106,9 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	}
 	res.Jobs = len(jobs)
 
+	if err := foldGaps(ctx, tx, jobs, now, &res); err != nil {
+		return res, err
+	}
 	active, pending, err := overlapState(ctx, tx, jobs)
 	if err != nil {
 		return res, err
@@ -96,7 +127,10 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 			runAt = append(runAt, o.at)
 			runCatch = append(runCatch, o.catchUp)
 		}
-		res.Skipped += p.skipped
+		if p.skipped > 0 {
+			res.Skipped += p.skipped
+			res.Skips[j.ID] += p.skipped
+		}
 		jobIDs = append(jobIDs, j.ID)
 		nexts = append(nexts, p.next)
 	}
@@ -133,6 +167,43 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 		return res, mapErr(err, "materialize: commit")
 	}
 	return res, nil
+}
+
+// foldGaps finds the jobs with a gap and deletes their runs created ahead
+// before it that never started: the gap's one catch-up run stands for
+// them. The claim holds those runs back while the job's next_run_at is
+// behind (see claimSQL), so none of them is in flight.
+func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time, res *MaterializeResult) error {
+	var (
+		ids []int64
+		ats []time.Time
+	)
+	for _, j := range jobs {
+		if at, ok := catchUpAt(j, now); ok {
+			ids = append(ids, j.ID)
+			ats = append(ats, at)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `
+		DELETE FROM job_runs r USING unnest($1::bigint[], $2::timestamptz[]) AS g(job_id, at)
+		 WHERE r.job_id = g.job_id AND r.trigger = 'schedule' AND r.status = 'pending'
+		   AND r.attempt_count = 0 AND r.scheduled_at < g.at
+		RETURNING r.job_id`, ids, ats)
+	if err != nil {
+		return mapErr(err, "materialize: fold runs into catch-ups")
+	}
+	folded := map[int64]int{}
+	var id int64
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { folded[id]++; return nil }); err != nil {
+		return mapErr(err, "materialize: fold runs into catch-ups")
+	}
+	for i, id := range ids {
+		res.CatchUps = append(res.CatchUps, CatchUp{JobID: id, At: ats[i], Folded: folded[id]})
+	}
+	return nil
 }
 
 // overlapState reads, for the jobs whose policy cares, whether each has an

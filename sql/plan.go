@@ -58,14 +58,9 @@ func plan(j *chronos.Job, now, horizon time.Time, active, pending bool) jobPlan 
 		return p
 	}
 	expr, loc := *j.CronExpr, j.Location()
-	catchUp := false
-	if !t.After(now) {
-		n1, err := chronos.NextOccurrence(expr, loc, t)
-		if err == nil && !n1.After(now) {
-			// A gap: more than one occurrence missed. One catch-up run
-			// stands for them all, at the latest one.
-			t, catchUp = latestOccurrence(expr, loc, n1, now), true
-		}
+	at, catchUp := catchUpAt(j, now)
+	if catchUp {
+		t = at
 	}
 	for range maxOccurrencesPerJob {
 		if t.After(horizon) || take(occurrence{at: t, catchUp: catchUp}) {
@@ -79,6 +74,22 @@ func plan(j *chronos.Job, now, horizon time.Time, active, pending bool) jobPlan 
 	}
 	p.next = &t
 	return p
+}
+
+// catchUpAt reports whether the cron job j has a gap at now (its
+// next_run_at lies more than one occurrence in the past: more than one
+// occurrence was missed) and, if so, the instant of its one catch-up run,
+// the latest missed occurrence.
+func catchUpAt(j *chronos.Job, now time.Time) (time.Time, bool) {
+	if j.CronExpr == nil || j.NextRunAt == nil || j.NextRunAt.After(now) {
+		return time.Time{}, false
+	}
+	expr, loc := *j.CronExpr, j.Location()
+	n1, err := chronos.NextOccurrence(expr, loc, j.NextRunAt.UTC())
+	if err != nil || n1.After(now) {
+		return time.Time{}, false
+	}
+	return latestOccurrence(expr, loc, n1, now), true
 }
 
 // latestOccurrence returns the last occurrence of expr at or before now,

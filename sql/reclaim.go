@@ -22,14 +22,14 @@ type ReclaimResult struct {
 //
 // A reclaimed run is available at once: the expired lease already kept it
 // waiting a lease's length.
-const reclaimSQL = `
+var reclaimSQL = `
 	WITH expired AS (
 		SELECT id, leased_by, attempt_count FROM job_runs
 		 WHERE status IN ('leased', 'running') AND leased_until < now()
 		 ORDER BY leased_until
 		 LIMIT $1
 		   FOR UPDATE SKIP LOCKED
-	), taken AS (
+	), freed AS (
 		UPDATE job_runs r
 		   SET status = CASE WHEN r.attempt_count >= j.max_retries + 1 THEN 'dead' ELSE 'pending' END,
 		       available_at = now(),
@@ -40,16 +40,16 @@ const reclaimSQL = `
 		 WHERE r.id = e.id AND j.id = r.job_id
 		   AND r.status IN ('leased', 'running') AND r.leased_until < now()
 		RETURNING r.id, r.status
-	), recorded AS (
+	), ` + unlockSQL + `, recorded AS (
 		INSERT INTO run_attempts AS a (run_id, attempt, worker_id, started_at, finished_at, error)
 		SELECT e.id, e.attempt_count, e.leased_by, now(), now(), $2
-		  FROM expired e JOIN taken t ON t.id = e.id
+		  FROM expired e JOIN freed t ON t.id = e.id
 		ON CONFLICT (run_id, attempt) DO UPDATE
 		   SET finished_at = now(), error = $2,
 		       duration_ms = round(extract(epoch FROM now() - a.started_at) * 1000)
 		 WHERE a.finished_at IS NULL
 	)
-	SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'dead') FROM taken`
+	SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'dead') FROM freed`
 
 // Reclaim takes back up to limit leased/running runs whose leased_until has
 // passed (re-checked at update time). The lost attempt counts: a run with

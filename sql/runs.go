@@ -192,10 +192,25 @@ func (db *DB) Prune(ctx context.Context, before time.Time, batch int) (int, erro
 	return int(tag.RowsAffected()), nil
 }
 
-// NextAvailable returns the earliest available_at of a pending run, or nil.
+// NextAvailable returns the earliest available_at of a pending run that
+// a claim could take once it is due, or nil. Runs held back behind an
+// active run of their job, or until the materializer catches up with
+// their job (see claimSQL), are left out: the completion or the
+// materialization that frees them wakes the dispatchers.
 func (db *DB) NextAvailable(ctx context.Context) (*time.Time, error) {
 	var t *time.Time
-	if err := db.Pool.QueryRow(ctx, "SELECT min(available_at) FROM job_runs WHERE status = 'pending'").Scan(&t); err != nil {
+	err := db.Pool.QueryRow(ctx, `
+		SELECT r.available_at FROM job_runs r JOIN jobs j ON j.id = r.job_id
+		 WHERE r.status = 'pending'
+		   AND (j.overlap = 'allow'
+		        OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = r.job_id))
+		   AND NOT (r.trigger = 'schedule' AND j.next_run_at IS NOT NULL AND j.next_run_at <= now())
+		 ORDER BY r.available_at, r.id
+		 LIMIT 1`).Scan(&t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
 		return nil, mapErr(err, "next available run")
 	}
 	utcPtr(&t)

@@ -52,6 +52,11 @@ func (s *jobScan) job() *chronos.Job {
 	}
 	utcPtr(&j.RunAt)
 	utcPtr(&j.NextRunAt)
+	if !j.Enabled {
+		// A paused job has no next run. (A paused one-shot keeps its
+		// run_at stored, so resuming it still fires it: see UpdateJob.)
+		j.NextRunAt = nil
+	}
 	j.CreatedAt = j.CreatedAt.UTC()
 	j.UpdatedAt = j.UpdatedAt.UTC()
 	return &j

@@ -36,7 +36,13 @@ type serveConfig struct {
 	LogFormat              string // "json" or "text"
 	InstanceID             string
 	MigrateOnStart         bool
+	ClockSkew              time.Duration // CHRONOS_CLOCK_SKEW, testing only
 }
+
+// clockSkewVar shifts the instance's own clock, for tests of skewed
+// clocks (the fault suite's model test). It is not in serveVars: it is
+// no setting an operator should reach for.
+const clockSkewVar = "CHRONOS_CLOCK_SKEW"
 
 // envVar is one environment variable of `chronos serve`: its default (as
 // the user would write it), what it means, and how it is applied. The
@@ -162,6 +168,13 @@ func loadServeConfig(getenv func(string) string) (*serveConfig, error) {
 	c, err := loadEnv(getenv, serveVars)
 	if err != nil {
 		return nil, err
+	}
+	if v := strings.TrimSpace(getenv(clockSkewVar)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return nil, usagef("%s=%q: must be a duration such as 3s or -3s", clockSkewVar, v)
+		}
+		c.ClockSkew = d
 	}
 	if len(c.APIKeys) == 0 && !c.AuthDisabled {
 		return nil, usagef("API_KEYS is empty: set API_KEYS=key1,key2 (clients send Authorization: Bearer <key>), or AUTH_DISABLED=true for local development")

@@ -109,6 +109,7 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		ShutdownTimeout:     cfg.ShutdownTimeout,
 		SigningSecret:       cfg.SigningSecret,
 		AllowPrivateTargets: cfg.AllowPrivateTargets,
+		ClockSkew:           cfg.ClockSkew,
 	}, db, b, log)
 	api := chttp.NewServer(httpCfg, db, b, probe{lst, r}, log)
 	hs := &nethttp.Server{
