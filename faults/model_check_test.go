@@ -383,10 +383,10 @@ func (s *seqRun) checkLate(d *checkData, j *mjob) {
 	}
 }
 
-// checkOverlap: for a job whose overlap is queue_one, never two requests
-// in flight at the target at once (at most one run active, enforced where
-// runs are claimed); for skip, never two of its schedule runs created
-// under skip (a manual or redriven run ignores the overlap policy). The
+// checkOverlap: for a job whose overlap is skip or queue_one, never two
+// requests in flight at the target at once, whatever made their runs (one
+// active run per job, enforced where runs are claimed: a manual run may
+// ignore the policy when it is created, not when it is claimed). The
 // later request must have started at least 300 ms into the policy, so
 // that it was claimed under it.
 func (s *seqRun) checkOverlap(d *checkData, j *mjob) {
@@ -402,28 +402,11 @@ func (s *seqRun) checkOverlap(d *checkData, j *mjob) {
 			if !A.Done.After(B.At) {
 				continue
 			}
-			if v.st.Overlap == "skip" && !(s.underSkip(d, j, A.Run) && s.underSkip(d, j, B.Run)) {
-				continue
-			}
 			s.violate("overlap-"+v.st.Overlap, "job %s (%s): run %d attempt %d in flight %s..%s while run %d attempt %d arrived at %s (%s; %s)",
 				j.key, v.st.Overlap, A.Run, A.Attempt, A.At.Format("15:04:05.000"), A.Done.Format("15:04:05.000"),
 				B.Run, B.Attempt, B.At.Format("15:04:05.000"), s.runDesc(d, A.Run), s.runDesc(d, B.Run))
 		}
 	}
-}
-
-// underSkip reports whether a run is a schedule run created while the job
-// was surely under overlap skip.
-func (s *seqRun) underSkip(d *checkData, j *mjob, run int64) bool {
-	if j.manual[run] != "" {
-		return false
-	}
-	r := d.byID[run]
-	if r == nil {
-		return false // a deleted job: its rows are gone
-	}
-	v, ok := j.at(r.Created)
-	return r.Trigger == "schedule" && ok && v.st.Overlap == "skip"
 }
 
 // statesBetween returns the states of the versions in effect at some
