@@ -432,7 +432,9 @@ func (s *seqRun) finish() time.Time {
 	if err := tx.QueryRow(ctx, `SELECT now()`).Scan(&at); err != nil {
 		s.t.Fatalf("finish: %v", err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE jobs SET enabled = false`); err != nil {
+	// As a pause does: a disabled job has no next run (and a run held
+	// back until the materializer passes next_run_at would wait forever).
+	if _, err := tx.Exec(ctx, `UPDATE jobs SET enabled = false, next_run_at = NULL`); err != nil {
 		s.t.Fatalf("finish: disable jobs: %v", err)
 	}
 	if _, err := tx.Exec(ctx, `
