@@ -259,6 +259,10 @@ func (s *seqRun) checkAttempts(d *checkData) {
 //
 // And a working leader creates an allow-job's run before it is due.
 func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
+	if j.versions[0].st.Cron == "" {
+		s.checkOneShot(d, j)
+		return
+	}
 	var sched []*mrun
 	for _, r := range d.byJob[j.id] {
 		if r.Trigger == "schedule" {
@@ -329,6 +333,67 @@ func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
 			}
 			s.violate("missing-occurrence", "job %s: no run for occurrence %s of %s (next run: %s) (%s)",
 				j.key, o.Format("15:04:05.000"), v.st, runAt(sched, k), s.history(j))
+		}
+	}
+}
+
+// checkOneShot: a one-shot has exactly one run for its run_at when it was
+// enabled at that instant, or was enabled again after it (the project's
+// rule: "a one-shot paused past its run_at fires once when resumed"), and
+// none otherwise; with skip or queue_one it may have none while another
+// run of the job was active then. A new run_at is a new occurrence.
+func (s *seqRun) checkOneShot(d *checkData, j *mjob) {
+	runs := map[int64][]*mrun{}
+	for _, r := range d.byJob[j.id] {
+		if r.Trigger != "schedule" {
+			continue
+		}
+		runs[r.Sched.UnixMicro()] = append(runs[r.Sched.UnixMicro()], r)
+		if !slices.ContainsFunc(j.versions, func(v version) bool { return v.st.RunAt.Equal(r.Sched) }) {
+			s.violate("run-off-schedule", "job %s: %s is at no run_at the job ever had (%s)", j.key, r, s.history(j))
+		}
+	}
+	done := map[int64]bool{}
+	for _, v := range j.versions {
+		R := v.st.RunAt
+		if done[R.UnixMicro()] {
+			continue
+		}
+		done[R.UnixMicro()] = true
+		expect, ambiguous := false, false
+		var overlaps []string
+		for i, w := range j.versions {
+			if !w.st.Enabled || !w.st.RunAt.Equal(R) {
+				continue
+			}
+			overlaps = append(overlaps, w.st.Overlap)
+			end, endRecv := s.endAt, s.endAt
+			if i+1 < len(j.versions) {
+				end, endRecv = j.versions[i+1].sent, j.versions[i+1].recv
+			}
+			switch {
+			case R.After(w.recv.Add(modelTol)) && R.Before(end.Add(-modelTol)):
+				expect = true // enabled at run_at
+			case !R.Before(w.sent.Add(-modelTol)) && !R.After(w.recv.Add(modelTol)),
+				!R.Before(end.Add(-modelTol)) && !R.After(endRecv.Add(modelTol)):
+				ambiguous = true
+			case w.sent.After(R):
+				expect = true // enabled again after run_at: fires once
+			}
+		}
+		rs := runs[R.UnixMicro()]
+		switch {
+		case len(rs) > 1:
+			s.violate("duplicate-occurrence", "one-shot job %s: %d runs for run_at %s: %v", j.key, len(rs), R.Format("15:04:05.000"), rs)
+		case ambiguous:
+		case expect && len(rs) == 0:
+			if slices.ContainsFunc(overlaps, func(o string) bool { return o != "allow" }) && activeAround(d, j, R) != nil {
+				continue // skipped, or held behind an active run
+			}
+			s.violate("missing-occurrence", "one-shot job %s: no run for run_at %s (%s)", j.key, R.Format("15:04:05.000"), s.history(j))
+		case !expect && len(rs) == 1:
+			s.violate("run-while-paused", "one-shot job %s: %s although the job was disabled at run_at and never enabled again (%s)",
+				j.key, rs[0], s.history(j))
 		}
 	}
 }

@@ -227,6 +227,9 @@ func TestModel(t *testing.T) {
 	if *modelDuration > 0 {
 		deadline = time.Now().Add(*modelDuration)
 		sequences = 1 << 30
+		if *modelOpsFor <= 0 {
+			opsFor = 20 * time.Second // longer sequences: more jobs alive at once
+		}
 	}
 	t.Logf("model: seed %d (reproduce: go test ./faults/ -run 'TestModel/seqN$' -model.seed=%d -model.seq=N); ops phase %s; %s",
 		seed, seed, opsFor, skewSupport(t))
