@@ -221,6 +221,14 @@ func (s *seqRun) patch(kind string, j *mjob, body map[string]any) {
 	case code == http.StatusOK:
 		j.versions = append(j.versions, version{sent: sent, recv: recv, st: stateOf(&out)})
 		desc += " " + stateOf(&out).String()
+		// A paused job shows no next run; resuming a cron job starts from
+		// the first occurrence after now (issue 11, point 6).
+		switch {
+		case !out.Enabled && out.NextRunAt != nil:
+			s.violate("next-run-at", "PATCH %s: the paused job shows next_run_at %s", desc, out.NextRunAt.Format("15:04:05.000"))
+		case kind == "resume" && out.CronExpr != nil && (out.NextRunAt == nil || !out.NextRunAt.After(sent.Add(-modelTol))):
+			s.violate("next-run-at", "PATCH %s: the resumed cron job shows next_run_at %v, not after the resume", desc, out.NextRunAt)
+		}
 	default:
 		// Every PATCH the model sends is valid.
 		s.violate("api", "PATCH %s: unexpected answer", desc)

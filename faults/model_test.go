@@ -293,6 +293,7 @@ type seqRun struct {
 	via       int // the instance this operation's API calls go to
 	skew      map[string]time.Duration
 	baseEnv   map[string][]string
+	mu        sync.Mutex           // guards stops (the cluster-wide stop notes them concurrently)
 	started   map[string]time.Time // when each instance's current process was started (no earlier)
 	stops     []stopRec
 	slow      int
@@ -403,12 +404,10 @@ func migratedDB(t *testing.T) string {
 	return dsn
 }
 
-var stopMu sync.Mutex
-
 func (s *seqRun) noteStop(r stopRec) {
-	stopMu.Lock()
+	s.mu.Lock()
 	s.stops = append(s.stops, r)
-	stopMu.Unlock()
+	s.mu.Unlock()
 }
 
 // logOp records an operation in the sequence's log (for the report).
