@@ -231,7 +231,10 @@ func TestModel(t *testing.T) {
 			opsFor = 20 * time.Second // longer sequences: more jobs alive at once
 		}
 	}
-	t.Logf("model: seed %d (reproduce: go test ./faults/ -run 'TestModel/seqN$' -model.seed=%d -model.seq=N); ops phase %s; %s",
+	if *modelSeq >= 0 {
+		sequences, deadline = *modelSeq+1, time.Time{}
+	}
+	t.Logf("model: seed %d (replay sequence N: go test ./faults/ -run 'TestModel/seqN$' -model.seed=%d -model.ops=%s -model.seq=N); %s",
 		seed, seed, opsFor, skewSupport(t))
 	tot := &modelTotals{violations: map[string]int{}, opKinds: map[string]int{}}
 	start := time.Now()
@@ -274,14 +277,15 @@ func skewSupport(t *testing.T) string {
 
 // seqRun is one sequence in progress.
 type seqRun struct {
-	t     *testing.T
-	seed  uint64
-	seq   int
-	rng   *rand.Rand
-	c     *cluster
-	tg    *modelTarget
-	mon   *monitor
-	start time.Time
+	t      *testing.T
+	seed   uint64
+	seq    int
+	opsFor time.Duration
+	rng    *rand.Rand
+	c      *cluster
+	tg     *modelTarget
+	mon    *monitor
+	start  time.Time
 
 	jobs      []*mjob
 	byID      map[int64]*mjob
@@ -331,7 +335,7 @@ func runModelSequence(t *testing.T, seed uint64, seq int, opsFor time.Duration) 
 	tg := newModelTarget()
 	t.Cleanup(tg.close)
 	s := &seqRun{
-		t: t, seed: seed, seq: seq, rng: seqRand(seed, seq), c: c, tg: tg,
+		t: t, seed: seed, seq: seq, opsFor: opsFor, rng: seqRand(seed, seq), c: c, tg: tg,
 		byID: map[int64]*mjob{}, opKinds: map[string]int{}, skew: map[string]time.Duration{},
 		baseEnv: map[string][]string{}, started: map[string]time.Time{}, lastEvent: -10,
 	}
@@ -586,8 +590,9 @@ func (s *seqRun) report() {
 		byKind[v.kind] = append(byKind[v.kind], v.msg)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "model: seed %d sequence %d: %d violations (reproduce: go test ./faults/ -run 'TestModel/seq%d$' -model.seed=%d -model.seq=%d)\n",
-		s.seed, s.seq, len(s.vs), s.seq, s.seed, s.seq)
+	fmt.Fprintf(&b, "model: seed %d sequence %d: %d violations (replay: go test ./faults/ -run 'TestModel/seq%d$' -model.seed=%d -model.ops=%s -model.seq=%d;"+
+		" the same operations in the same order, on whatever timing the machine gives)\n",
+		s.seed, s.seq, len(s.vs), s.seq, s.seed, s.opsFor, s.seq)
 	for _, k := range slices.Sorted(maps.Keys(byKind)) {
 		msgs := byKind[k]
 		fmt.Fprintf(&b, "  %s (%d):\n", k, len(msgs))
