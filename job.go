@@ -48,6 +48,15 @@ const (
 	MaxHeaders                = 50
 	MaxHeaderValueLength      = 4096
 	MaxPayloadBytes           = 64 << 10
+	// MaxPayloadDepth bounds the nesting of a payload: every job response
+	// carries it, a few levels down, and common JSON parsers refuse deep
+	// nesting (Go's at 10000 levels, serde_json's at 128 by default).
+	MaxPayloadDepth = 100
+	// MinYear and MaxYear bound the UTC year of every time a job holds:
+	// RFC 3339, and so the API's JSON, cannot write a year past 9999, and
+	// Go's year 0 is Postgres' 1 BC.
+	MinYear = 1
+	MaxYear = 9999
 )
 
 // Timeout is the per-attempt timeout.
@@ -122,6 +131,11 @@ func (j *Job) Validate() error {
 		f["cron_expr"] = "one of cron_expr or run_at is required"
 		f["run_at"] = "one of cron_expr or run_at is required"
 	}
+	if j.RunAt != nil && f["run_at"] == "" {
+		if err := checkYear(*j.RunAt); err != nil {
+			f["run_at"] = err.Error()
+		}
+	}
 	loc, err := LoadTimezone(j.Timezone)
 	if err != nil {
 		f["timezone"] = err.Error()
@@ -157,6 +171,8 @@ func (j *Job) Validate() error {
 		f["payload"] = fmt.Sprintf("must be at most %d bytes", MaxPayloadBytes)
 	} else if len(j.Payload) > 0 && !json.Valid(j.Payload) {
 		f["payload"] = "must be valid JSON"
+	} else if jsonDepth(j.Payload) > MaxPayloadDepth {
+		f["payload"] = fmt.Sprintf("must nest at most %d levels deep", MaxPayloadDepth)
 	}
 	if j.TimeoutSeconds < 1 || j.TimeoutSeconds > MaxTimeoutSeconds {
 		f["timeout_seconds"] = fmt.Sprintf("must be between 1 and %d", MaxTimeoutSeconds)
@@ -180,6 +196,40 @@ func (j *Job) Validate() error {
 	}
 	if len(f) > 0 {
 		return InvalidFields(f)
+	}
+	return nil
+}
+
+// jsonDepth returns how deep arrays and objects nest in b, valid JSON.
+func jsonDepth(b []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// checkYear refuses a time that cannot be written back as RFC 3339 in UTC.
+func checkYear(t time.Time) error {
+	if y := t.UTC().Year(); y < MinYear || y > MaxYear {
+		return fmt.Errorf("must be between years %d and %d in UTC (this is year %d in UTC)", MinYear, MaxYear, y)
 	}
 	return nil
 }

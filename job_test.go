@@ -54,6 +54,12 @@ func TestJobValidateAcceptsValid(t *testing.T) {
 	if err := j.Validate(); err != nil {
 		t.Fatalf("valid one-shot rejected: %v", err)
 	}
+	for _, at := range []time.Time{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		j.RunAt = &at
+		if err := j.Validate(); err != nil {
+			t.Fatalf("one-shot at %s rejected: %v", at, err)
+		}
+	}
 	j = validJob()
 	j.Headers = map[string]string{"X-Env": "prod", "Authorization": "Bearer x"}
 	j.Method = "DELETE"
@@ -78,6 +84,12 @@ func TestJobValidateRejects(t *testing.T) {
 		{"neither cron nor run_at", func(j *Job) { j.CronExpr = nil }, []string{"cron_expr", "run_at"}},
 		{"bad cron", func(j *Job) { j.CronExpr = ptr("61 * * * *") }, []string{"cron_expr"}},
 		{"never-firing cron", func(j *Job) { j.CronExpr = ptr("0 0 30 2 *") }, []string{"cron_expr"}},
+		{"run_at past year 9999 in UTC", func(j *Job) {
+			j.CronExpr, j.RunAt = nil, ptr(time.Date(9999, 12, 31, 23, 59, 59, 0, time.FixedZone("EST", -5*3600)))
+		}, []string{"run_at"}},
+		{"run_at in year 0 in UTC", func(j *Job) {
+			j.CronExpr, j.RunAt = nil, ptr(time.Date(1, 1, 1, 0, 30, 0, 0, time.FixedZone("+01", 3600)))
+		}, []string{"run_at"}},
 		{"bad time zone", func(j *Job) { j.Timezone = "Mars/Olympus_Mons" }, []string{"timezone"}},
 		{"path-like time zone", func(j *Job) { j.Timezone = "../../etc/passwd" }, []string{"timezone"}},
 		{"missing url", func(j *Job) { j.TargetURL = "" }, []string{"target_url"}},
@@ -95,6 +107,12 @@ func TestJobValidateRejects(t *testing.T) {
 		{"invalid payload", func(j *Job) { j.Payload = json.RawMessage(`{"a":`) }, []string{"payload"}},
 		{"huge payload", func(j *Job) {
 			j.Payload = json.RawMessage(`"` + strings.Repeat("a", MaxPayloadBytes) + `"`)
+		}, []string{"payload"}},
+		{"deep payload", func(j *Job) {
+			j.Payload = json.RawMessage(strings.Repeat(`[`, MaxPayloadDepth+1) + strings.Repeat(`]`, MaxPayloadDepth+1))
+		}, []string{"payload"}},
+		{"deep payload in objects", func(j *Job) {
+			j.Payload = json.RawMessage(strings.Repeat(`{"a":`, MaxPayloadDepth+1) + "1" + strings.Repeat(`}`, MaxPayloadDepth+1))
 		}, []string{"payload"}},
 		{"zero timeout", func(j *Job) { j.TimeoutSeconds = 0 }, []string{"timeout_seconds"}},
 		{"long timeout", func(j *Job) { j.TimeoutSeconds = MaxTimeoutSeconds + 1 }, []string{"timeout_seconds"}},
@@ -176,5 +194,22 @@ func TestJobJSONWireForm(t *testing.T) {
 	}
 	if m["run_at"] != nil || m["next_run_at"] != nil {
 		t.Errorf("unset times must be null: %v %v", m["run_at"], m["next_run_at"])
+	}
+}
+
+func TestJSONDepth(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]int{
+		`1`: 0, `"[[["`: 0, `[]`: 1, `{"a":[1,{"b":[]}]}`: 4, `["]\"[", [[]]]`: 3, `[{}, {}, [[]]]`: 3,
+		strings.Repeat(`[`, MaxPayloadDepth) + strings.Repeat(`]`, MaxPayloadDepth): MaxPayloadDepth,
+	} {
+		if got := jsonDepth([]byte(in)); got != want {
+			t.Errorf("jsonDepth(%s) = %d, want %d", in, got, want)
+		}
+	}
+	j := validJob()
+	j.Payload = json.RawMessage(strings.Repeat(`[`, MaxPayloadDepth) + strings.Repeat(`]`, MaxPayloadDepth))
+	if err := j.Validate(); err != nil {
+		t.Fatalf("payload %d levels deep rejected: %v", MaxPayloadDepth, err)
 	}
 }

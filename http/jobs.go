@@ -75,7 +75,7 @@ func (s *Server) createJob(c *gin.Context) {
 		return
 	}
 	c.Header("Location", "/v1/jobs/"+itoa64(j.ID))
-	c.JSON(nethttp.StatusCreated, jobUTC(j))
+	s.reply(c, nethttp.StatusCreated, jobUTC(j))
 }
 
 // listJobs is GET /v1/jobs.
@@ -106,7 +106,7 @@ func (s *Server) listJobs(c *gin.Context) {
 	if next != "" {
 		out.NextCursor = &next
 	}
-	c.JSON(nethttp.StatusOK, out)
+	s.reply(c, nethttp.StatusOK, out)
 }
 
 // getJob is GET /v1/jobs/{id}.
@@ -121,7 +121,7 @@ func (s *Server) getJob(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(nethttp.StatusOK, jobUTC(j))
+	s.reply(c, nethttp.StatusOK, jobUTC(j))
 }
 
 // updateJob is PATCH /v1/jobs/{id}: a true partial update. An empty body
@@ -155,7 +155,7 @@ func (s *Server) updateJob(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(nethttp.StatusOK, jobUTC(j))
+	s.reply(c, nethttp.StatusOK, jobUTC(j))
 }
 
 // deleteJob is DELETE /v1/jobs/{id}.
