@@ -62,13 +62,11 @@ const (
 // Timeout is the per-attempt timeout.
 func (j *Job) Timeout() time.Duration { return time.Duration(j.TimeoutSeconds) * time.Second }
 
-// Location returns the job's time zone (UTC when unset or unknown; Validate
-// rejects unknown zones before a job is stored).
+// Location returns the job's time zone (UTC when unset or not an IANA
+// zone, so that no instance reads a schedule in its own local time;
+// Validate rejects such zones before a job is stored).
 func (j *Job) Location() *time.Location {
-	if j.Timezone == "" {
-		return time.UTC
-	}
-	loc, err := time.LoadLocation(j.Timezone)
+	loc, err := LoadTimezone(j.Timezone)
 	if err != nil {
 		return time.UTC
 	}
@@ -234,19 +232,57 @@ func checkYear(t time.Time) error {
 	return nil
 }
 
-// LoadTimezone loads an IANA time zone; "" is UTC.
+// LoadTimezone loads an IANA time zone by its name ("Europe/Berlin",
+// "UTC"); "" is UTC. Names that do not denote one fixed zone everywhere
+// are refused: "Local" and "localtime" follow each instance's TZ, and
+// the zoneinfo directory's other entries (posixrules, posix/..., right/...
+// with leap seconds, zone.tab) are not zone names.
 func LoadTimezone(name string) (*time.Location, error) {
 	if name == "" {
 		return time.UTC, nil
 	}
-	if len(name) > 64 || strings.ContainsAny(name, "\x00\\") || strings.HasPrefix(name, "/") || strings.Contains(name, "..") {
-		return nil, fmt.Errorf("unknown time zone %q", name)
+	if !ianaName(name) {
+		if strings.EqualFold(name, "Local") || strings.EqualFold(name, "localtime") {
+			return nil, fmt.Errorf("%q follows each instance's own time zone: use an IANA time zone name such as \"Europe/Berlin\", or \"UTC\"", name)
+		}
+		return nil, fmt.Errorf("unknown time zone %q: use an IANA time zone name such as \"Europe/Berlin\", or \"UTC\"", name)
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
-		return nil, fmt.Errorf("unknown time zone %q", name)
+		return nil, fmt.Errorf("unknown time zone %q: use an IANA time zone name such as \"Europe/Berlin\", or \"UTC\"", name)
 	}
 	return loc, nil
+}
+
+// ianaName reports whether name has the form of an IANA zone name: parts
+// separated by single slashes, each starting with an upper-case ASCII
+// letter followed by letters, digits, '_', '-' or '+' ("Etc/GMT+5",
+// "America/Port-au-Prince"), and is not "Local", which time.LoadLocation
+// takes for the machine's zone. Every zone of the database has this form;
+// the other entries of a zoneinfo directory do not.
+func ianaName(name string) bool {
+	if len(name) > 64 || name == "Local" {
+		return false
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == "" || part[0] < 'A' || part[0] > 'Z' {
+			return false
+		}
+		for _, c := range part[1:] {
+			ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '+'
+			if !ok {
+				return false
+			}
+		}
+	}
+	// On a case-insensitive file system "LOCALTIME" or "Posix/..." would
+	// still find those files.
+	first, _, _ := strings.Cut(strings.ToLower(name), "/")
+	switch first {
+	case "local", "localtime", "posixrules", "posix", "right":
+		return false
+	}
+	return true
 }
 
 // ValidateTargetURL checks that u is an absolute http(s) URL whose host is

@@ -92,6 +92,7 @@ func TestJobValidateRejects(t *testing.T) {
 		}, []string{"run_at"}},
 		{"bad time zone", func(j *Job) { j.Timezone = "Mars/Olympus_Mons" }, []string{"timezone"}},
 		{"path-like time zone", func(j *Job) { j.Timezone = "../../etc/passwd" }, []string{"timezone"}},
+		{"the machine's time zone", func(j *Job) { j.Timezone = "Local" }, []string{"timezone"}},
 		{"missing url", func(j *Job) { j.TargetURL = "" }, []string{"target_url"}},
 		{"ftp url", func(j *Job) { j.TargetURL = "ftp://example.com/x" }, []string{"target_url"}},
 		{"relative url", func(j *Job) { j.TargetURL = "/hooks" }, []string{"target_url"}},
@@ -152,21 +153,30 @@ func TestJobValidateRejects(t *testing.T) {
 
 func TestLoadTimezone(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"", "UTC", "America/New_York", "Europe/Berlin"} {
+	for _, name := range []string{"", "UTC", "America/New_York", "Europe/Berlin", "Etc/UTC", "Etc/GMT+5",
+		"America/Argentina/Buenos_Aires", "America/Port-au-Prince", "EST5EDT", "GMT"} {
 		if _, err := LoadTimezone(name); err != nil {
 			t.Errorf("LoadTimezone(%q): %v", name, err)
 		}
 	}
-	for _, name := range []string{"Nowhere/City", "/etc/localtime", "../UTC", strings.Repeat("A", 65), "UTC\x00"} {
+	for _, name := range []string{"Nowhere/City", "/etc/localtime", "../UTC", strings.Repeat("A", 65), "UTC\x00",
+		// Not IANA names: they follow the machine (Local, localtime) or
+		// are other files of the zoneinfo directory.
+		"Local", "local", "localtime", "posixrules", "posix/Europe/Berlin", "right/UTC", "zone.tab", "tzdata.zi",
+		"Europe//Berlin", "Europe/", "utc", " UTC"} {
 		if _, err := LoadTimezone(name); err == nil {
 			t.Errorf("LoadTimezone(%q) accepted", name)
 		}
+	}
+	if _, err := LoadTimezone("Local"); err == nil || !strings.Contains(err.Error(), "IANA") {
+		t.Errorf("LoadTimezone(Local) = %v, want an error that asks for an IANA name", err)
 	}
 }
 
 func TestJobLocation(t *testing.T) {
 	t.Parallel()
-	if (&Job{}).Location() != time.UTC || (&Job{Timezone: "Bogus/Zone"}).Location() != time.UTC {
+	if (&Job{}).Location() != time.UTC || (&Job{Timezone: "Bogus/Zone"}).Location() != time.UTC ||
+		(&Job{Timezone: "Local"}).Location() != time.UTC {
 		t.Fatal("unset or unknown zone is not UTC")
 	}
 	if got := (&Job{Timezone: "Asia/Tokyo"}).Location().String(); got != "Asia/Tokyo" {

@@ -87,7 +87,6 @@ func TestJobShownAsAnswered(t *testing.T) {
 	shot := func(runAt string) map[string]any {
 		return map[string]any{"name": "a", "run_at": runAt, "target_url": "http://127.0.0.1:9/x"}
 	}
-	with := func(b map[string]any, k string, v any) map[string]any { b[k] = v; return b }
 	cases := []struct {
 		name  string
 		body  map[string]any
@@ -135,4 +134,27 @@ func TestJobShownAsAnswered(t *testing.T) {
 		})
 	}
 	wantListable(t, e)
+}
+
+// TestTimezoneIANAOnly: "Local" (and other names that follow the machine
+// rather than the IANA database) would make a schedule depend on each
+// instance's TZ: a 400 naming timezone, at create and PATCH.
+func TestTimezoneIANAOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	j := e.createJob(cronJob("zoned"))
+	for _, tz := range []string{"Local", "localtime", "posix/Europe/Berlin", "right/UTC", "posixrules"} {
+		wantFields(t, e.do("POST", "/v1/jobs", with(cronJob("a"), "timezone", tz)), "timezone")
+		wantFields(t, e.do("PATCH", fmt.Sprintf("/v1/jobs/%d", j.ID), map[string]any{"timezone": tz}), "timezone")
+	}
+	for _, tz := range []string{"UTC", "Europe/Berlin", "Etc/GMT-14"} {
+		wantStatus(t, e.do("POST", "/v1/jobs", with(cronJob("a"), "timezone", tz)), nethttp.StatusCreated)
+		wantStatus(t, e.do("PATCH", fmt.Sprintf("/v1/jobs/%d", j.ID), map[string]any{"timezone": tz}), nethttp.StatusOK)
+	}
+}
+
+// with sets one field of a body.
+func with(b map[string]any, k string, v any) map[string]any {
+	b[k] = v
+	return b
 }
