@@ -2,6 +2,7 @@ package chronos
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -112,7 +113,11 @@ var allowedMethods = map[string]bool{
 }
 
 // Validate checks every field of a job (after defaults) and returns an
-// EINVALID error naming each bad field, or nil.
+// EINVALID error naming each bad field, or nil. It does not look at the
+// clock: a cron expression is checked for syntax only, so a stored job
+// whose schedule has ended (a year-bounded expression) stays valid and can
+// be paused, renamed or re-enabled. Whether the schedule fires again is
+// ValidateSchedule's question, asked at create and when cron_expr changes.
 func (j *Job) Validate() error {
 	f := map[string]string{}
 	if strings.TrimSpace(j.Name) == "" {
@@ -134,17 +139,12 @@ func (j *Job) Validate() error {
 			f["run_at"] = err.Error()
 		}
 	}
-	loc, err := LoadTimezone(j.Timezone)
-	if err != nil {
+	if _, err := LoadTimezone(j.Timezone); err != nil {
 		f["timezone"] = err.Error()
 	}
 	if hasCron {
-		if err := ValidateCron(*j.CronExpr); err != nil {
+		if err := ValidateCronSyntax(*j.CronExpr); err != nil {
 			f["cron_expr"] = err.Error()
-		} else if loc != nil {
-			if _, err := NextOccurrence(*j.CronExpr, loc, time.Now()); err != nil {
-				f["cron_expr"] = err.Error()
-			}
 		}
 	}
 	if err := ValidateTargetURL(j.TargetURL); err != nil {
@@ -196,6 +196,33 @@ func (j *Job) Validate() error {
 		return InvalidFields(f)
 	}
 	return nil
+}
+
+// ValidateSchedule checks that a cron job fires after now, read in its
+// time zone, and returns an EINVALID error naming cron_expr when it never
+// does (e.g. "0 0 30 2 *", or a year that has passed). Ask it at create
+// and when an update changes cron_expr (CronExprChanged), after Validate:
+// a job whose unchanged schedule has ended stays updatable. One-shots
+// always pass: a run_at in the past runs at once.
+func (j *Job) ValidateSchedule(now time.Time) error {
+	if j.CronExpr == nil {
+		return nil
+	}
+	if _, err := NextOccurrence(*j.CronExpr, j.Location(), now); err != nil {
+		if errors.Is(err, ErrNeverFires) {
+			return InvalidFields(map[string]string{"cron_expr": ErrNeverFires.Error() + " again"})
+		}
+		return InvalidFields(map[string]string{"cron_expr": err.Error()})
+	}
+	return nil
+}
+
+// CronExprChanged reports whether an update gave a job a new cron
+// expression (a different one, or one where it had none): the case in
+// which ValidateSchedule must hold. Sending the stored expression back is
+// no change.
+func CronExprChanged(before, after *string) bool {
+	return after != nil && (before == nil || *before != *after)
 }
 
 // jsonDepth returns how deep arrays and objects nest in b, valid JSON.

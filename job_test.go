@@ -83,7 +83,6 @@ func TestJobValidateRejects(t *testing.T) {
 		{"both cron and run_at", func(j *Job) { j.RunAt = ptr(time.Now()) }, []string{"cron_expr", "run_at"}},
 		{"neither cron nor run_at", func(j *Job) { j.CronExpr = nil }, []string{"cron_expr", "run_at"}},
 		{"bad cron", func(j *Job) { j.CronExpr = ptr("61 * * * *") }, []string{"cron_expr"}},
-		{"never-firing cron", func(j *Job) { j.CronExpr = ptr("0 0 30 2 *") }, []string{"cron_expr"}},
 		{"run_at past year 9999 in UTC", func(j *Job) {
 			j.CronExpr, j.RunAt = nil, ptr(time.Date(9999, 12, 31, 23, 59, 59, 0, time.FixedZone("EST", -5*3600)))
 		}, []string{"run_at"}},
@@ -221,5 +220,65 @@ func TestJSONDepth(t *testing.T) {
 	j.Payload = json.RawMessage(strings.Repeat(`[`, MaxPayloadDepth) + strings.Repeat(`]`, MaxPayloadDepth))
 	if err := j.Validate(); err != nil {
 		t.Fatalf("payload %d levels deep rejected: %v", MaxPayloadDepth, err)
+	}
+}
+
+// TestJobValidateSchedule: Validate checks a cron expression's syntax only,
+// so a job whose year-bounded schedule has ended stays valid (and
+// updatable); ValidateSchedule, asked at create and when cron_expr
+// changes, is what refuses a schedule that never fires again.
+func TestJobValidateSchedule(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		expr, zone string
+		fires      bool
+	}{
+		{"0 3 * * *", "Europe/Berlin", true},
+		{"0 0 1 1 * 2027", "UTC", true},
+		{"0 0 1 1 * 2026", "UTC", false}, // ended this January
+		{"0 0 1 1 * 2020", "UTC", false},
+		{"0 0 30 2 *", "UTC", false},
+		{"59 59 23 31 12 * 9999", "Pacific/Kiritimati", true}, // 09:59:59 UTC
+		{"59 59 23 31 12 * 9999", "Pacific/Pago_Pago", false}, // year 10000 in UTC
+	} {
+		j := validJob()
+		j.CronExpr, j.Timezone = ptr(tc.expr), tc.zone
+		if err := j.Validate(); err != nil {
+			t.Errorf("%q in %s: Validate: %v", tc.expr, tc.zone, err)
+		}
+		err := j.ValidateSchedule(now)
+		if tc.fires {
+			if err != nil {
+				t.Errorf("%q in %s: ValidateSchedule: %v", tc.expr, tc.zone, err)
+			}
+			continue
+		}
+		if ErrorCode(err) != EINVALID || err.(*Error).Fields["cron_expr"] == "" {
+			t.Errorf("%q in %s: ValidateSchedule = %v, want EINVALID naming cron_expr", tc.expr, tc.zone, err)
+		}
+		if next, err := j.NextRun(now); next != nil || err != nil {
+			t.Errorf("%q in %s: NextRun = %v, %v, want none", tc.expr, tc.zone, next, err)
+		}
+	}
+	j := validJob()
+	j.CronExpr, j.RunAt = nil, ptr(now.Add(-time.Hour))
+	if err := j.ValidateSchedule(now); err != nil {
+		t.Errorf("one-shot in the past: %v", err)
+	}
+}
+
+func TestCronExprChanged(t *testing.T) {
+	t.Parallel()
+	a, a2, b := ptr("0 0 1 1 * 2020"), ptr("0 0 1 1 * 2020"), ptr("0 3 * * *")
+	for _, tc := range []struct {
+		before, after *string
+		want          bool
+	}{
+		{a, a2, false}, {a, b, true}, {nil, a, true}, {a, nil, false}, {nil, nil, false},
+	} {
+		if got := CronExprChanged(tc.before, tc.after); got != tc.want {
+			t.Errorf("CronExprChanged(%v, %v) = %v", tc.before, tc.after, got)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	nethttp "net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chronoshq/chronos"
 )
@@ -157,4 +158,40 @@ func TestTimezoneIANAOnly(t *testing.T) {
 func with(b map[string]any, k string, v any) map[string]any {
 	b[k] = v
 	return b
+}
+
+// TestPatchEndedCronJob: a year-bounded cron job whose last occurrence has
+// passed can still be paused, renamed, re-enabled or moved to another zone
+// (next_run_at stays null); only a new cron_expr must fire again, as at
+// create.
+func TestPatchEndedCronJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	wantFields(t, e.do("POST", "/v1/jobs", with(cronJob("ended"), "cron_expr", "0 0 1 1 * 2020")), "cron_expr")
+	j := e.createJob(with(cronJob("ended"), "cron_expr", "0 0 1 1 * 2099"))
+	// Time passes: 2099 is over (the job's last occurrence has fired).
+	if _, err := e.db.Pool.Exec(context.Background(),
+		"UPDATE jobs SET cron_expr = '0 0 1 1 * 2020', next_run_at = NULL WHERE id = $1", j.ID); err != nil {
+		t.Fatal(err)
+	}
+	path := fmt.Sprintf("/v1/jobs/%d", j.ID)
+	for _, patch := range []map[string]any{
+		{"enabled": false},
+		{"name": "renamed", "max_retries": 0},
+		{"enabled": true},
+		{"timezone": "Europe/Berlin"},
+		{"cron_expr": "0 0 1 1 * 2020"}, // the stored expression, sent back: no change
+	} {
+		w := e.do("PATCH", path, patch)
+		wantStatus(t, w, nethttp.StatusOK)
+		if got := decode[*chronos.Job](t, w); got.NextRunAt != nil {
+			t.Fatalf("PATCH %v: next_run_at %s for a schedule that has ended", patch, got.NextRunAt)
+		}
+	}
+	wantFields(t, e.do("PATCH", path, map[string]any{"cron_expr": "0 0 1 1 * 2021"}), "cron_expr")
+	w := e.do("PATCH", path, map[string]any{"cron_expr": "0 3 * * *"})
+	wantStatus(t, w, nethttp.StatusOK)
+	if got := decode[*chronos.Job](t, w); got.NextRunAt == nil || !got.NextRunAt.After(time.Now()) {
+		t.Fatalf("new schedule: next_run_at %v", got.NextRunAt)
+	}
 }

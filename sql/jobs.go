@@ -23,6 +23,9 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	if err := j.Validate(); err != nil {
 		return err
 	}
+	if err := j.ValidateSchedule(time.Now()); err != nil {
+		return err
+	}
 	if j.RunAt != nil {
 		t := j.RunAt.UTC()
 		j.RunAt = &t
@@ -140,13 +143,18 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 	if err != nil {
 		return nil, mapErr(err, "update job")
 	}
-	wasEnabled, oldRunAt, oldNext := j.Enabled, j.RunAt, j.NextRunAt
+	wasEnabled, oldRunAt, oldNext, oldCron := j.Enabled, j.RunAt, j.NextRunAt, j.CronExpr
 	rescheduled, err := u.Apply(j)
 	if err != nil {
 		return nil, err
 	}
 	if err := j.Validate(); err != nil {
 		return nil, err
+	}
+	if chronos.CronExprChanged(oldCron, j.CronExpr) {
+		if err := j.ValidateSchedule(time.Now()); err != nil {
+			return nil, err
+		}
 	}
 	next := j.NextRunAt
 	if rescheduled {
