@@ -82,7 +82,7 @@ func rxStart(t testing.TB, dsn, name string, o rxOptions) *rxInstance {
 		}
 		in.Listener = listeners.New(listeners.Config{DSN: dsn, Instance: name, ReconnectDelay: d}, in.Bus, log)
 		in.stops = append([]func() error{rxRun(in.Listener.Run)}, in.stops...)
-		rxEventually(t, 5*time.Second, "listener connected", in.Listener.Connected)
+		rxEventually(t, 20*time.Second, "listener connected", in.Listener.Connected)
 	}
 	if o.Reactor {
 		cfg := o.Config
