@@ -161,7 +161,7 @@ func (j *Job) Validate() error {
 			f["headers"] = fmt.Sprintf("invalid header name %q", k)
 		} else if strings.HasPrefix(strings.ToLower(k), "x-chronos-") || strings.EqualFold(k, "host") || strings.EqualFold(k, "content-length") {
 			f["headers"] = fmt.Sprintf("header %q is reserved", k)
-		} else if len(v) > MaxHeaderValueLength || strings.ContainsAny(v, "\r\n\x00") {
+		} else if len(v) > MaxHeaderValueLength || !validHeaderValue(v) {
 			f["headers"] = fmt.Sprintf("invalid value for header %q", k)
 		}
 	}
@@ -339,6 +339,17 @@ func ValidateTargetURL(u string) error {
 		return fmt.Errorf("the metadata address is never allowed")
 	}
 	return nil
+}
+
+// validHeaderValue refuses the control characters (all but tab, and DEL)
+// that net/http will not send: a job holding one could never be delivered.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func validHeaderName(k string) bool {

@@ -61,7 +61,7 @@ func TestJobValidateAcceptsValid(t *testing.T) {
 		}
 	}
 	j = validJob()
-	j.Headers = map[string]string{"X-Env": "prod", "Authorization": "Bearer x"}
+	j.Headers = map[string]string{"X-Env": "prod", "Authorization": "Bearer x", "X-Tab": "a\tb", "X-Utf8": "é"}
 	j.Method = "DELETE"
 	j.Overlap = OverlapQueueOne
 	j.Backoff = BackoffLinear
@@ -104,6 +104,9 @@ func TestJobValidateRejects(t *testing.T) {
 		{"host header", func(j *Job) { j.Headers = map[string]string{"Host": "evil"} }, []string{"headers"}},
 		{"bad header name", func(j *Job) { j.Headers = map[string]string{"Bad Name": "x"} }, []string{"headers"}},
 		{"header injection", func(j *Job) { j.Headers = map[string]string{"X-A": "a\r\nX-B: b"} }, []string{"headers"}},
+		// net/http refuses to send these: every attempt would fail.
+		{"control character in header", func(j *Job) { j.Headers = map[string]string{"X-A": "a\x01b"} }, []string{"headers"}},
+		{"DEL in header", func(j *Job) { j.Headers = map[string]string{"X-A": "a\x7fb"} }, []string{"headers"}},
 		{"invalid payload", func(j *Job) { j.Payload = json.RawMessage(`{"a":`) }, []string{"payload"}},
 		{"huge payload", func(j *Job) {
 			j.Payload = json.RawMessage(`"` + strings.Repeat("a", MaxPayloadBytes) + `"`)

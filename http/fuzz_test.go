@@ -36,6 +36,7 @@ var fuzzSeeds = []string{
 	`{"payload":"\u0000"}`,
 	`{"payload":{"\u0000":1}}`,
 	`{"headers":{"X-A":"\u0000"}}`,
+	`{"headers":{"X-A":"a\u0001b"}}`,
 	`{"headers":{"":"x"}}`,
 	`{"headers":{"X-Chronos-Run-Id":"1"}}`,
 	`{"target_url":"http://[::1"}`,
