@@ -91,8 +91,8 @@ func (c *tapClient) next() sseFrame {
 			c.t.Fatalf("read tap: %v", r.err)
 		}
 		return r.f
-	case <-time.After(10 * time.Second):
-		c.t.Fatal("no frame from the tap within 10s")
+	case <-time.After(20 * time.Second):
+		c.t.Fatal("no frame from the tap within 20s")
 		return sseFrame{}
 	}
 }
@@ -209,7 +209,7 @@ func TestRunEndsTaps(t *testing.T) {
 	}()
 	select {
 	case <-readDone:
-	case <-time.After(10 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("tap stream still open after Run returned")
 	}
 	if err := e.srv.Run(context.Background()); err == nil {
