@@ -16,8 +16,10 @@ type MaterializeResult struct {
 	Skipped  int            // occurrences skipped by overlap policy, in all
 	Runs     []*chronos.Run // the runs inserted
 	Skips    map[int64]int  // occurrences skipped by overlap policy, by job
-	CatchUps []CatchUp      // jobs that had a gap
+	CatchUps []CatchUp      // catch-up runs created, one per job that had a gap
 	Now      time.Time      // the scheduling clock this call used
+
+	folded map[int64]int // runs created ahead folded into a catch-up, by job
 }
 
 // CatchUp is one job's gap: one catch-up run at At stands for every
@@ -151,6 +153,11 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 			return res, mapErr(err, "materialize: insert runs")
 		}
 		res.Created = len(res.Runs)
+		for _, r := range res.Runs {
+			if r.CatchUp {
+				res.CatchUps = append(res.CatchUps, CatchUp{JobID: r.JobID, At: r.ScheduledAt, Folded: res.folded[r.JobID]})
+			}
+		}
 	}
 	if len(jobIDs) > 0 {
 		// Only next_run_at changes: the jobs NOTIFY trigger ignores it.
@@ -177,13 +184,13 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 // behind (see claimSQL), so none of them is in flight. It returns the
 // catch-up instant of each job with a gap.
 func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time, res *MaterializeResult) (map[int64]time.Time, error) {
-	// Only allow jobs count their runs created ahead: skip and queue_one
-	// hold their materialization back on purpose while a run is active or
-	// waiting, so such a job is behind without a gap, and its waiting run
-	// is no missed occurrence.
+	// A queue_one job's run created ahead may wait behind the active one
+	// by design: it is no missed occurrence, and is not counted. (A skip
+	// job's may not: skip means an occurrence whose time comes while
+	// another run is active does not run, so folding it is right.)
 	var behind []int64
 	for _, j := range jobs {
-		if j.CronExpr != nil && j.NextRunAt != nil && !j.NextRunAt.After(now) && j.Overlap == chronos.OverlapAllow {
+		if j.CronExpr != nil && j.NextRunAt != nil && !j.NextRunAt.After(now) && j.Overlap != chronos.OverlapQueueOne {
 			behind = append(behind, j.ID)
 		}
 	}
@@ -208,14 +215,12 @@ func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	// The fold: only an allow job's runs created ahead are missed
-	// occurrences (the claim held them back meanwhile); a skip or
-	// queue_one job's waiting run keeps its place.
+	// The fold: a queue_one job's waiting run keeps its place.
 	rows, err := tx.Query(ctx, `
 		DELETE FROM job_runs r USING unnest($1::bigint[], $2::timestamptz[]) AS g(job_id, at), jobs j
 		 WHERE r.job_id = g.job_id AND r.trigger = 'schedule' AND r.status = 'pending'
 		   AND r.attempt_count = 0 AND r.scheduled_at < g.at
-		   AND j.id = g.job_id AND j.overlap = 'allow'
+		   AND j.id = g.job_id AND j.overlap <> 'queue_one'
 		RETURNING r.job_id`, ids, ats)
 	if err != nil {
 		return nil, mapErr(err, "materialize: fold runs into catch-ups")
@@ -225,9 +230,7 @@ func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time
 	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { folded[id]++; return nil }); err != nil {
 		return nil, mapErr(err, "materialize: fold runs into catch-ups")
 	}
-	for i, id := range ids {
-		res.CatchUps = append(res.CatchUps, CatchUp{JobID: id, At: ats[i], Folded: folded[id]})
-	}
+	res.folded = folded
 	return gaps, nil
 }
 
