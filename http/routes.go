@@ -40,6 +40,8 @@ func (s *Server) routes() *gin.Engine {
 	v1.DELETE("/jobs/:id", s.deleteJob)
 	v1.POST("/jobs/:id/trigger", s.triggerJob)
 	v1.GET("/jobs/:id/runs", s.listRuns)
+	v1.GET("/jobs/:id/schedule", s.jobSchedule)
+	v1.POST("/schedule/preview", s.previewSchedule)
 	v1.GET("/runs/:id", s.getRun)
 	v1.POST("/runs/:id/redrive", s.redriveRun)
 	v1.GET("/events", s.events)

@@ -52,6 +52,10 @@ const fence = "id = $1 AND leased_by = $2 AND attempt_count = $3 AND status IN (
 //     now: the materializer has not caught up with the job (no leader for
 //     a while), and when it does it may fold that run into a catch-up. A
 //     paused job is not materialized, so its runs are never held this way.
+//
+// And one kind is refused for good: a scheduled run, never attempted, of
+// a job with a starting deadline, whose available_at is further in the
+// past than that deadline. The leader marks it missed (expiredSQL).
 var claimSQL = `
 	WITH picked AS (
 		SELECT r.id, r.job_id, r.available_at, j.overlap <> 'allow' AS exclusive
@@ -60,6 +64,7 @@ var claimSQL = `
 		   AND (j.overlap = 'allow'
 		        OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = r.job_id))
 		   AND NOT (r.trigger = 'schedule' AND j.enabled AND coalesce(j.next_run_at <= now(), false))
+		   AND NOT ` + pastDeadline + `
 		 ORDER BY r.available_at, r.id
 		 LIMIT $2
 		   FOR UPDATE OF r SKIP LOCKED
@@ -85,6 +90,11 @@ var claimSQL = `
 	SELECT ` + qualified("l", runColumns) + `, ` + qualified("j", jobColumns) + `
 	  FROM leased l JOIN jobs j ON j.id = l.job_id
 	 ORDER BY l.available_at, l.id`
+
+// pastDeadline is true for a run r of job j that may no longer start: see
+// claimSQL.
+const pastDeadline = `coalesce(r.trigger = 'schedule' AND r.attempt_count = 0
+	AND r.available_at + j.starting_deadline_seconds * interval '1 second' < now(), false)`
 
 // unlockSQL is a fragment of the statements that take runs out of leased
 // or running (complete, release, reclaim), given a CTE "freed" of their

@@ -18,6 +18,24 @@ type MaterializeResult struct {
 	Skips    map[int64]int  // occurrences skipped by overlap policy, by job
 	CatchUps []CatchUp      // jobs that had a gap
 	Now      time.Time      // the scheduling clock this call used
+	// Missed counts, by job and reason (chronos.SkipExcluded, SkipMisfire,
+	// SkipDeadline), the occurrences not run for a reason other than
+	// overlap: excluded dates, a misfire policy, a starting deadline
+	// (including runs created earlier and now marked "missed").
+	Missed map[int64]map[string]int
+}
+
+func (r *MaterializeResult) miss(jobID int64, reason string, n int) {
+	if n <= 0 {
+		return
+	}
+	if r.Missed == nil {
+		r.Missed = map[int64]map[string]int{}
+	}
+	if r.Missed[jobID] == nil {
+		r.Missed[jobID] = map[string]int{}
+	}
+	r.Missed[jobID][reason] += n
 }
 
 // CatchUp is one job's gap: one catch-up run at At stands for every
@@ -116,6 +134,7 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	var (
 		runJobs  []int64
 		runAt    []time.Time
+		runFire  []time.Time
 		runCatch []bool
 		jobIDs   = make([]int64, 0, len(jobs))
 		nexts    = make([]*time.Time, 0, len(jobs))
@@ -125,11 +144,15 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 		for _, o := range p.runs {
 			runJobs = append(runJobs, j.ID)
 			runAt = append(runAt, o.at)
+			runFire = append(runFire, o.fireAt)
 			runCatch = append(runCatch, o.catchUp)
 		}
 		if p.skipped > 0 {
 			res.Skipped += p.skipped
 			res.Skips[j.ID] += p.skipped
+		}
+		for reason, n := range p.missed {
+			res.miss(j.ID, reason, n)
 		}
 		jobIDs = append(jobIDs, j.ID)
 		nexts = append(nexts, p.next)
@@ -137,10 +160,10 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	if len(runJobs) > 0 {
 		rows, err := tx.Query(ctx, `
 			INSERT INTO job_runs (job_id, scheduled_at, trigger, catch_up, available_at)
-			SELECT job_id, at, 'schedule', catch_up, at
-			  FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[]) AS v(job_id, at, catch_up)
+			SELECT job_id, at, 'schedule', catch_up, fire_at
+			  FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[], $4::timestamptz[]) AS v(job_id, at, catch_up, fire_at)
 			ON CONFLICT (job_id, scheduled_at) WHERE trigger = 'schedule' DO NOTHING
-			RETURNING `+runColumns, runJobs, runAt, runCatch)
+			RETURNING `+runColumns, runJobs, runAt, runCatch, runFire)
 		if err != nil {
 			return res, mapErr(err, "materialize: insert runs")
 		}
@@ -163,6 +186,9 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	if err := reschedule(ctx, tx, now, batch); err != nil {
 		return res, err
 	}
+	if err := expireMissed(ctx, tx, now, batch, &res); err != nil {
+		return res, err
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return res, mapErr(err, "materialize: commit")
 	}
@@ -170,16 +196,26 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 }
 
 // foldGaps finds the jobs with a gap and deletes their runs created ahead
-// before it that never started: the gap's one catch-up run stands for
-// them. The claim holds those runs back while the job's next_run_at is
-// behind (see claimSQL), so none of them is in flight.
+// before it that never started: under misfire "one" the gap's one
+// catch-up run stands for them; under "none" they are missed like the
+// rest of the gap (deleted and counted); under "all" they stay and run.
+// The claim holds those runs back while the job's next_run_at is behind
+// (see claimSQL), so none of them is in flight.
 func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time, res *MaterializeResult) error {
 	var (
 		ids []int64
 		ats []time.Time
 	)
+	none := map[int64]bool{}
 	for _, j := range jobs {
-		if at, ok := catchUpAt(j, now); ok {
+		at, ok := catchUpAt(j, now)
+		switch {
+		case !ok || j.Misfire == chronos.MisfireAll:
+		case j.Misfire == chronos.MisfireNone:
+			none[j.ID] = true
+			ids = append(ids, j.ID)
+			ats = append(ats, now.Add(time.Microsecond)) // every run due by now
+		default:
 			ids = append(ids, j.ID)
 			ats = append(ats, at)
 		}
@@ -201,9 +237,41 @@ func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time
 		return mapErr(err, "materialize: fold runs into catch-ups")
 	}
 	for i, id := range ids {
+		if none[id] {
+			res.miss(id, chronos.SkipMisfire, folded[id])
+			continue
+		}
 		res.CatchUps = append(res.CatchUps, CatchUp{JobID: id, At: ats[i], Folded: folded[id]})
 	}
 	return nil
+}
+
+// expiredSQL marks missed up to $2 pending scheduled runs, never
+// attempted, of jobs with a starting deadline, that were not claimed
+// within it (measured from available_at, the jittered instant; the claim
+// refuses them already, see claimSQL). The scan walks the claimable index
+// over the runs due for over a second: a backlog, not the jobs defined.
+const expiredSQL = `
+	UPDATE job_runs r
+	   SET status = 'missed', finished_at = $1, last_error = 'missed: not started within starting_deadline_seconds'
+	  FROM (SELECT r.id FROM job_runs r JOIN jobs j ON j.id = r.job_id
+	         WHERE r.status = 'pending' AND r.available_at < $1::timestamptz - interval '1 second'
+	           AND r.trigger = 'schedule' AND r.attempt_count = 0 AND j.starting_deadline_seconds IS NOT NULL
+	           AND r.available_at + j.starting_deadline_seconds * interval '1 second' < $1
+	         ORDER BY r.available_at LIMIT $2
+	           FOR UPDATE OF r SKIP LOCKED) x
+	 WHERE r.id = x.id
+	RETURNING r.job_id`
+
+// expireMissed marks missed the runs whose starting deadline passed.
+func expireMissed(ctx context.Context, tx pgx.Tx, now time.Time, batch int, res *MaterializeResult) error {
+	rows, err := tx.Query(ctx, expiredSQL, now, batch)
+	if err != nil {
+		return mapErr(err, "materialize: mark missed runs")
+	}
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { res.miss(id, chronos.SkipDeadline, 1); return nil })
+	return mapErr(err, "materialize: mark missed runs")
 }
 
 // overlapState reads, for the jobs whose policy cares, whether each has an
@@ -248,7 +316,7 @@ func overlapState(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job) (active, 
 func reschedule(ctx context.Context, tx pgx.Tx, now time.Time, batch int) error {
 	rows, err := tx.Query(ctx, `
 		SELECT `+jobColumns+` FROM jobs
-		 WHERE enabled AND next_run_at IS NULL AND cron_expr IS NOT NULL
+		 WHERE enabled AND next_run_at IS NULL AND cron_expr IS NOT NULL AND ends_at IS NULL
 		 ORDER BY id LIMIT $1
 		   FOR UPDATE SKIP LOCKED`, batch)
 	if err != nil {

@@ -185,7 +185,7 @@ func (db *DB) Prune(ctx context.Context, retention time.Duration, batch int) (in
 	tag, err := db.Pool.Exec(ctx, `
 		DELETE FROM job_runs WHERE id IN (
 			SELECT id FROM job_runs
-			 WHERE status IN ('succeeded', 'dead')
+			 WHERE status IN ('succeeded', 'dead', 'missed')
 			   AND finished_at < now() - $1::bigint * interval '1 microsecond'
 			 ORDER BY finished_at LIMIT $2)`, micros(retention), batch)
 	if err != nil {
@@ -207,6 +207,7 @@ func (db *DB) NextAvailable(ctx context.Context) (*time.Time, error) {
 		   AND (j.overlap = 'allow'
 		        OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = r.job_id))
 		   AND NOT (r.trigger = 'schedule' AND j.enabled AND coalesce(j.next_run_at <= now(), false))
+		   AND NOT `+pastDeadline+`
 		 ORDER BY r.available_at, r.id
 		 LIMIT 1`).Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {
