@@ -53,7 +53,7 @@ type RunFilter struct {
 func (db *DB) Runs(ctx context.Context, jobID int64, f RunFilter) ([]*chronos.Run, string, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, "", chronos.InvalidFields(map[string]string{
-			"status": "must be one of pending, leased, running, succeeded, dead"})
+			"status": "must be one of pending, leased, running, succeeded, dead, missed"})
 	}
 	before, err := decodeCursor(f.Cursor)
 	if err != nil {
