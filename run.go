@@ -70,7 +70,10 @@ type Run struct {
 	LastError      *string    `json:"last_error"`
 	LastStatusCode *int       `json:"last_status_code"`
 	CreatedAt      time.Time  `json:"created_at"`
-	Attempts       []Attempt  `json:"attempts,omitempty"`
+	// FireAt is, for a scheduled run, ScheduledAt (the nominal instant)
+	// plus the job's jitter: when its first attempt was due.
+	FireAt   *time.Time `json:"fire_at,omitempty"`
+	Attempts []Attempt  `json:"attempts,omitempty"`
 }
 
 // Attempt is the record of one delivery attempt of a run.

@@ -83,12 +83,21 @@ const dueJobsSQL = `
 // are not yet due nor holds back ones that are. Tests pass a time to
 // simulate its passing.
 //
-// It is one short transaction. A job whose next_run_at lies more than one
-// occurrence in the past (the cluster was down, or had no leader) gets one
-// run, flagged catch_up, for the latest missed occurrence, and then
-// resumes with the first occurrence after now. The runs created ahead for
-// that job before the gap which never started count among the missed:
-// they are deleted, so the target gets one late request, not several.
+// It is one short transaction. Occurrences come from the job's
+// chronos.Schedule (zone, DST, starts_at/ends_at, exclusions: the code the
+// previews use); excluded ones are counted in Missed. Each run is
+// available at its occurrence plus the job's jitter (fire_at). A job whose
+// next_run_at lies more than one occurrence in the past (the cluster was
+// down, or had no leader) has a gap, handled by its misfire policy: "one"
+// gets one run, flagged catch_up, for the latest missed occurrence, and
+// then resumes with the first occurrence after now; the runs created
+// ahead for that job before the gap which never started count among the
+// missed: they are deleted, so the target gets one late request, not
+// several. "none" creates no run for the gap, deletes those runs too and
+// counts all of it in Missed; "all" creates a flagged run for each missed
+// occurrence, the latest chronos.MaxMisfireRuns at most. An occurrence
+// past the job's starting deadline is not created (Missed), and pending
+// runs past it are marked missed.
 // Overlap: allow inserts every occurrence; skip inserts none while the job
 // has a pending, leased or running run (counting each due occurrence
 // skipped); queue_one inserts only while the job has no pending run. A
@@ -159,8 +168,8 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	}
 	if len(runJobs) > 0 {
 		rows, err := tx.Query(ctx, `
-			INSERT INTO job_runs (job_id, scheduled_at, trigger, catch_up, available_at)
-			SELECT job_id, at, 'schedule', catch_up, fire_at
+			INSERT INTO job_runs (job_id, scheduled_at, trigger, catch_up, available_at, fire_at)
+			SELECT job_id, at, 'schedule', catch_up, fire_at, fire_at
 			  FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[], $4::timestamptz[]) AS v(job_id, at, catch_up, fire_at)
 			ON CONFLICT (job_id, scheduled_at) WHERE trigger = 'schedule' DO NOTHING
 			RETURNING `+runColumns, runJobs, runAt, runCatch, runFire)

@@ -327,6 +327,9 @@ func TestJitterDelaysAvailability(t *testing.T) {
 	spread := map[time.Duration]bool{}
 	for _, r := range res.Runs {
 		d := r.AvailableAt.Sub(r.ScheduledAt)
+		if r.FireAt == nil || !r.FireAt.Equal(r.AvailableAt) {
+			t.Fatalf("run shows fire_at %v, available_at %v", r.FireAt, r.AvailableAt)
+		}
 		if d < 0 || d >= 30*time.Minute || r.ScheduledAt.Minute() != 0 || d != chronos.Jitter(j.ID, r.ScheduledAt, 1800) {
 			t.Fatalf("run at %v available %v", r.ScheduledAt, r.AvailableAt)
 		}

@@ -14,7 +14,7 @@ const (
 		"enabled, next_run_at, created_at, updated_at, starts_at, ends_at, misfire, starting_deadline_seconds, " +
 		"jitter_seconds, exclude"
 	runColumns = "id, job_id, scheduled_at, trigger, catch_up, redrive_of, status, attempt_count, " +
-		"available_at, leased_by, leased_until, started_at, finished_at, last_error, last_status_code, created_at"
+		"available_at, leased_by, leased_until, started_at, finished_at, last_error, last_status_code, created_at, fire_at"
 	attemptColumns = "run_id, attempt, worker_id, started_at, finished_at, status_code, error, response_body, duration_ms"
 )
 
@@ -81,7 +81,7 @@ func scanJob(row scanner) (*chronos.Job, error) {
 func runDest(r *chronos.Run) []any {
 	return []any{&r.ID, &r.JobID, &r.ScheduledAt, &r.Trigger, &r.CatchUp, &r.RedriveOf, &r.Status,
 		&r.AttemptCount, &r.AvailableAt, &r.LeasedBy, &r.LeasedUntil, &r.StartedAt, &r.FinishedAt,
-		&r.LastError, &r.LastStatusCode, &r.CreatedAt}
+		&r.LastError, &r.LastStatusCode, &r.CreatedAt, &r.FireAt}
 }
 
 // normRun puts a scanned run's times in UTC (pgx returns local time).
@@ -89,6 +89,7 @@ func normRun(r *chronos.Run) *chronos.Run {
 	r.ScheduledAt = r.ScheduledAt.UTC()
 	r.AvailableAt = r.AvailableAt.UTC()
 	r.CreatedAt = r.CreatedAt.UTC()
+	utcPtr(&r.FireAt)
 	utcPtr(&r.LeasedUntil)
 	utcPtr(&r.StartedAt)
 	utcPtr(&r.FinishedAt)

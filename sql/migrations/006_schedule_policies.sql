@@ -16,6 +16,10 @@ ALTER TABLE jobs
     ADD CONSTRAINT jobs_exclude_check CHECK (jsonb_typeof(exclude) = 'array'),
     ADD CONSTRAINT jobs_window_check CHECK (ends_at IS NULL OR starts_at IS NULL OR ends_at > starts_at);
 
+-- fire_at: a scheduled run's occurrence plus its job's jitter, the instant
+-- its first attempt was due (available_at moves on with retries).
+ALTER TABLE job_runs ADD COLUMN fire_at timestamptz;
+
 ALTER TABLE job_runs DROP CONSTRAINT job_runs_status_check;
 ALTER TABLE job_runs ADD CONSTRAINT job_runs_status_check
     CHECK (status IN ('pending', 'leased', 'running', 'succeeded', 'dead', 'missed'));
