@@ -309,3 +309,49 @@ func BenchmarkPreview100(b *testing.B) {
 		})
 	}
 }
+
+// For an expression whose hour field repeats, the occurrences over a
+// fall-back night are exactly the real instants whose local wall clock
+// matches it, in both passes; in zones that fall back by an hour or by 30
+// minutes, at 02:00, 03:00 or 03:45.
+func TestRepeatedHourMatchesEveryRealInstant(t *testing.T) {
+	t.Parallel()
+	nights := map[string]string{
+		"America/New_York":    "2026-11-01T00:00:00Z",
+		"Europe/Berlin":       "2026-10-24T18:00:00Z",
+		"Australia/Lord_Howe": "2026-04-04T10:00:00Z",
+		"Pacific/Chatham":     "2026-04-04T10:00:00Z",
+	}
+	for zone, from := range nights {
+		loc := mustLoc(t, zone)
+		start := mustTime(t, from)
+		end := start.Add(12 * time.Hour)
+		if _, off1 := start.In(loc).Zone(); func() bool { _, off2 := end.In(loc).Zone(); return off2 >= off1 }() {
+			t.Fatalf("test bug: no fall back in %s between %s and %s", zone, start, end)
+		}
+		for _, expr := range []string{"*/15 * * * *", "0 * * * *", "5,35 */2 * * *", "* * * * *", "30 * * * *"} {
+			c, err := parseCron(expr)
+			if err != nil || !c.repeatHour {
+				t.Fatalf("%q: %v, repeat %v", expr, err, c.repeatHour)
+			}
+			var want []time.Time
+			for at := start.Add(time.Minute); !at.After(end); at = at.Add(time.Minute) {
+				if c.matchWall(at.In(loc)) {
+					want = append(want, at)
+				}
+			}
+			var got []time.Time
+			for at := start; ; {
+				next, err := NextOccurrence(expr, loc, at)
+				if err != nil || next.After(end) {
+					break
+				}
+				got = append(got, next)
+				at = next
+			}
+			if g, w := formatTimes(got), formatTimes(want); g != w {
+				t.Errorf("%q in %s:\ngot  %s\nwant %s", expr, zone, g, w)
+			}
+		}
+	}
+}
