@@ -219,25 +219,26 @@ type Preview struct {
 // one-shot's run_at when it is after `after`.
 func (j *Job) Preview(after time.Time, n int) (Preview, error) {
 	p := Preview{FireTimes: []time.Time{}, LocalTimes: []string{}}
-	loc := j.Location()
 	if j.CronExpr == nil {
+		loc := j.Location()
 		if j.RunAt == nil {
 			return p, nil
 		}
 		p.Description = "Once at " + j.RunAt.In(loc).Format(time.RFC3339) + " (" + loc.String() + ")"
 		if j.RunAt.After(after) && n > 0 {
 			p.FireTimes = append(p.FireTimes, j.RunAt.UTC())
+			p.LocalTimes = append(p.LocalTimes, j.RunAt.In(loc).Format(time.RFC3339))
 		}
-	} else {
-		s, err := j.Schedule()
-		if err != nil {
-			return p, err
-		}
-		p.Description = s.Describe()
-		p.FireTimes = s.Preview(after, n)
+		return p, nil
 	}
+	s, err := j.Schedule()
+	if err != nil {
+		return p, err
+	}
+	p.Description = s.Describe()
+	p.FireTimes = s.Preview(after, n)
 	for _, t := range p.FireTimes {
-		p.LocalTimes = append(p.LocalTimes, t.In(loc).Format(time.RFC3339))
+		p.LocalTimes = append(p.LocalTimes, t.In(s.Location()).Format(time.RFC3339))
 	}
 	return p, nil
 }

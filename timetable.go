@@ -3,6 +3,7 @@ package chronos
 import (
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -39,7 +40,7 @@ type ScheduleSpec struct {
 // field at fault (cron_expr, timezone, exclude).
 func NewSchedule(s ScheduleSpec) (*Schedule, error) {
 	f := map[string]string{}
-	loc, err := LoadTimezone(s.Timezone)
+	loc, err := cachedZone(s.Timezone)
 	if err != nil {
 		f["timezone"] = err.Error()
 		loc = time.UTC
@@ -79,6 +80,24 @@ func (j *Job) Schedule() (*Schedule, error) {
 	}
 	return NewSchedule(ScheduleSpec{CronExpr: *j.CronExpr, Timezone: j.Timezone, StartsAt: j.StartsAt,
 		EndsAt: j.EndsAt, Exclude: j.Exclude, Anchor: j.CreatedAt})
+}
+
+// zoneCache holds the zones schedules were built in: the materializer
+// builds one per due job per tick, and time.LoadLocation reads the zone
+// file every time. Only valid names are stored, so it stays bounded by the
+// zone database.
+var zoneCache sync.Map // name → *time.Location
+
+func cachedZone(name string) (*time.Location, error) {
+	if l, ok := zoneCache.Load(name); ok {
+		return l.(*time.Location), nil
+	}
+	loc, err := LoadTimezone(name)
+	if err != nil {
+		return nil, err
+	}
+	zoneCache.Store(name, loc)
+	return loc, nil
 }
 
 func utcp(t *time.Time) *time.Time {

@@ -128,8 +128,8 @@ func plan(j *chronos.Job, now, horizon time.Time, active, pending bool) jobPlan 
 // occurrence was missed) and, if so, the latest missed occurrence: the
 // instant of its one catch-up run under misfire "one".
 func catchUpAt(j *chronos.Job, now time.Time) (time.Time, bool) {
-	if j.CronExpr == nil {
-		return time.Time{}, false
+	if j.CronExpr == nil || j.NextRunAt == nil || j.NextRunAt.After(now) {
+		return time.Time{}, false // the common case: not behind, no schedule to build
 	}
 	sched, err := j.Schedule()
 	if err != nil {
