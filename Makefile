@@ -11,10 +11,11 @@ TEST_TIMEOUT ?= 12m
 FUZZTIME    ?= 20s
 PKGS        ?= ./...
 
-.PHONY: test fmt-check vet staticcheck lint gotest build fuzz bench dev clean
+.PHONY: test fmt-check vet staticcheck lint gotest gotest-deploy build image fuzz bench dev clean
 
-## test: gofmt check, go vet, staticcheck, then go test -race against a real Postgres.
-test: lint gotest
+## test: gofmt check, go vet, staticcheck, then go test -race against a real Postgres
+## (the chronos module, then the deploy module's checks of deploy/ and compose.yaml).
+test: lint gotest gotest-deploy
 
 ## lint: gofmt check, go vet and staticcheck.
 lint: fmt-check vet staticcheck
@@ -26,21 +27,39 @@ fmt-check:
 
 vet:
 	$(GO) vet $(PKGS)
+	cd deploy && $(GO) vet ./...
 
 $(GOBIN)/staticcheck:
 	GOBIN=$(GOBIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
+	cd deploy && $(STATICCHECK) ./...
 
 ## gotest: go test -race with TEST_DATABASE_URL from scripts/testdb.sh
 ## (CHRONOS_TESTDB=auto|server|local|docker picks where Postgres comes from).
 gotest:
 	bash scripts/testdb.sh $(GO) test -race -timeout $(TEST_TIMEOUT) $(PKGS)
 
-## build: the chronos binary in bin/.
+## gotest-deploy: the deploy module (its own go.mod, so Prometheus's, Kubernetes's and
+## compose's parsers stay out of chronos's dependencies): dashboard, alert rules,
+## Kubernetes manifests, systemd unit, compose.yaml.
+gotest-deploy:
+	cd deploy && bash ../scripts/testdb.sh $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+# Stamped into the binary (`chronos version`) with -ldflags, so it holds
+# even where Go's own VCS stamping cannot run (-buildvcs=false, no .git).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+## build: the chronos binary in bin/, version and commit stamped.
 build:
-	$(GO) build -o bin/chronos ./cmd/chronos
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/chronos ./cmd/chronos
+
+## image: the production container image, chronos:$(VERSION) (needs Docker).
+image:
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t chronos:$(VERSION) .
 
 ## fuzz: every fuzz target for FUZZTIME each.
 fuzz:

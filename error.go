@@ -13,7 +13,9 @@ const (
 	ENOTFOUND     = "not_found"    // 404
 	ECONFLICT     = "conflict"     // 409: the request is valid but the state forbids it
 	EUNAUTHORIZED = "unauthorized" // 401
+	EFORBIDDEN    = "forbidden"    // 403: the API key's role does not allow the request
 	ETOOLARGE     = "too_large"    // 413: the request body is over the limit
+	ERATELIMITED  = "rate_limited" // 429: the API key is over its rate limit; retry after Retry-After
 	EUNAVAILABLE  = "unavailable"  // 503: a dependency (the database) is unreachable; retry
 	EINTERNAL     = "internal"     // 500: a bug
 )

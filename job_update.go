@@ -18,6 +18,7 @@ type JobUpdate struct {
 	TargetURL          Opt[string]            `json:"target_url"`
 	Method             Opt[string]            `json:"method"`
 	Headers            Opt[map[string]string] `json:"headers"`
+	SecretHeaders      Opt[[]string]          `json:"secret_headers"`
 	Payload            Opt[json.RawMessage]   `json:"payload"`
 	TimeoutSeconds     Opt[int]               `json:"timeout_seconds"`
 	MaxRetries         Opt[int]               `json:"max_retries"`
@@ -33,6 +34,9 @@ type JobUpdate struct {
 	StartingDeadlineSeconds Opt[int]           `json:"starting_deadline_seconds"`
 	JitterSeconds           Opt[int]           `json:"jitter_seconds"`
 	Exclude                 Opt[[]DateRange]   `json:"exclude"`
+	// GenerateSigningSecret, at create only, gives the job its own signing
+	// secret, shown once in the response. Apply ignores it.
+	GenerateSigningSecret Opt[bool] `json:"generate_signing_secret"`
 }
 
 // Apply changes j in place with the Set fields of u and returns an EINVALID
@@ -65,7 +69,9 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 		if u.RunAt.Null {
 			j.RunAt = nil
 		} else {
-			v := u.RunAt.Value.UTC()
+			// Postgres keeps microseconds: what is answered is what is
+			// stored, not a value with nanoseconds that reads back shorter.
+			v := u.RunAt.Value.UTC().Truncate(time.Microsecond)
 			j.RunAt = &v
 		}
 		rescheduled = true
@@ -89,9 +95,17 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 		}
 	}
 	if u.Headers.Set {
+		old := j.Headers
 		j.Headers = u.Headers.Value
 		if j.Headers == nil {
 			j.Headers = map[string]string{}
+		}
+		keepRedacted(j, old)
+	}
+	if u.SecretHeaders.Set {
+		j.SecretHeaders = u.SecretHeaders.Value
+		if j.SecretHeaders == nil {
+			j.SecretHeaders = []string{}
 		}
 	}
 	if u.Payload.Set {
@@ -170,6 +184,23 @@ func (u *JobUpdate) applyPolicies(j *Job) {
 		j.Exclude = []DateRange{}
 		if !u.Exclude.Null && u.Exclude.Value != nil {
 			j.Exclude = u.Exclude.Value
+		}
+	}
+}
+
+// keepRedacted restores, in j's new headers, the stored value of every
+// secret header sent back as Redacted: what a GET showed, a PATCH may
+// return unchanged without wiping the credential.
+func keepRedacted(j *Job, old map[string]string) {
+	for k, v := range j.Headers {
+		if v != Redacted || !j.IsSecretHeader(k) {
+			continue
+		}
+		for ok, ov := range old {
+			if strings.EqualFold(ok, k) {
+				j.Headers[k] = ov
+				break
+			}
 		}
 	}
 }

@@ -17,16 +17,19 @@ func (j *Job) applyPolicyDefaults() {
 
 // validatePolicies checks the scheduling policy fields (starts_at,
 // ends_at, misfire, starting_deadline_seconds, jitter_seconds, exclude)
-// into f, by field name. loc is the job's zone (nil when it is invalid).
-func (j *Job) validatePolicies(f map[string]string, loc *time.Location) {
+// into f, by field name. Like Validate it does not ask whether the
+// schedule fires again.
+func (j *Job) validatePolicies(f map[string]string) {
 	cron := j.CronExpr != nil
 	for name, t := range map[string]*time.Time{"starts_at": j.StartsAt, "ends_at": j.EndsAt} {
 		switch {
 		case t == nil:
 		case !cron:
 			f[name] = "applies to cron jobs only (a one-shot has run_at)"
-		case t.UTC().Year() < 1 || t.UTC().Year() > cronMaxYear:
-			f[name] = "year must be between 1 and 9999"
+		default:
+			if err := checkYear(*t); err != nil {
+				f[name] = err.Error()
+			}
 		}
 	}
 	if cron && j.StartsAt != nil && j.EndsAt != nil && !j.EndsAt.After(*j.StartsAt) && f["ends_at"] == "" {
@@ -44,7 +47,7 @@ func (j *Job) validatePolicies(f map[string]string, loc *time.Location) {
 	if len(j.Exclude) > 0 && !cron {
 		f["exclude"] = "applies to cron jobs only"
 	}
-	if !cron || loc == nil || f["cron_expr"] != "" {
+	if !cron || f["cron_expr"] != "" || f["timezone"] != "" {
 		return
 	}
 	s, err := j.Schedule()

@@ -30,13 +30,23 @@ import (
 // Occurrences are always strictly after the reference instant, in whole
 // seconds.
 
-// ValidateCron checks a cron expression: 5 fields (minute hour day month
-// weekday), an optional leading seconds field (6 fields), an optional
-// trailing year (7 fields, or 6 when the last is a 4-digit year), the
-// macros (@yearly, @annually, @monthly, @weekly, @daily, @hourly and gronx's
-// others), names (JAN, MON), and L, W, #. It also rejects an expression
-// that never fires again (e.g. "0 0 30 2 *"); that check costs at most a
-// few milliseconds.
+// ValidateCronSyntax checks that a cron expression is well-formed: 5
+// fields (minute hour day month weekday), an optional leading seconds
+// field (6 fields), an optional trailing year (7 fields, or 6 when the
+// last is a 4-digit year), the macros (@yearly, @annually, @monthly,
+// @weekly, @daily, @hourly and gronx's others), names (JAN, MON), and L,
+// W, #. It does not ask whether the expression fires (again): a stored
+// schedule that has ended is still well-formed.
+func ValidateCronSyntax(expr string) error {
+	_, err := parseCron(expr)
+	return err
+}
+
+// ValidateCron checks a cron expression's syntax (ValidateCronSyntax) and
+// also rejects one that never fires again on a UTC wall clock (e.g.
+// "0 0 30 2 *", or a year that has passed), with ErrNeverFires; that check
+// costs at most a few milliseconds. A job's own check, in its time zone,
+// is Job.ValidateSchedule.
 func ValidateCron(expr string) error {
 	c, err := parseCron(expr)
 	if err != nil {
@@ -207,11 +217,12 @@ func resolveWall(w time.Time, loc *time.Location) (time.Time, time.Time) {
 }
 
 // NextRun returns the job's next occurrence strictly after `after`: its
-// Schedule's next (bounds and exclusions applied), or run_at for a
-// one-shot whose time has not been materialized yet (nil when there is
-// none). A cron job without a further occurrence is an error: EINVALID
-// naming ends_at or exclude when those are what leaves none, else one
-// wrapping ErrNeverFires.
+// Schedule's next (time zone, DST, starts_at/ends_at and exclusions
+// applied), or run_at for a one-shot whose time has not been materialized
+// yet. It is nil when there is none, including for a cron schedule that
+// has ended or is past its ends_at (the job is finished; whether a new
+// schedule may end before it starts is ValidateSchedule's question). An
+// error is a stored schedule that does not build.
 func (j *Job) NextRun(after time.Time) (*time.Time, error) {
 	if j.CronExpr != nil {
 		s, err := j.Schedule()
@@ -220,7 +231,7 @@ func (j *Job) NextRun(after time.Time) (*time.Time, error) {
 		}
 		t, ok := s.Next(after)
 		if !ok {
-			return nil, j.noNextError(after)
+			return nil, nil
 		}
 		return &t, nil
 	}
@@ -231,16 +242,21 @@ func (j *Job) NextRun(after time.Time) (*time.Time, error) {
 	return nil, nil
 }
 
-// noNextError says why a cron job has no occurrence after `after`.
-func (j *Job) noNextError(after time.Time) error {
-	raw, err := NextOccurrence(*j.CronExpr, j.Location(), after)
-	switch {
-	case err != nil:
+// validateWindow is ValidateSchedule's question for the policy fields: a
+// cron job whose expression fires again but whose ends_at or exclusions
+// leave it no occurrence after now is an EINVALID naming that field.
+func (j *Job) validateWindow(now time.Time) error {
+	if j.CronExpr == nil {
+		return nil
+	}
+	if next, err := j.NextRun(now); err != nil || next != nil {
 		return err
-	case j.EndsAt != nil && raw.After(*j.EndsAt):
+	}
+	if j.EndsAt != nil {
 		return InvalidFields(map[string]string{"ends_at": "the schedule has no occurrence before ends_at"})
-	case len(j.Exclude) > 0:
+	}
+	if len(j.Exclude) > 0 {
 		return InvalidFields(map[string]string{"exclude": "every further occurrence is excluded"})
 	}
-	return fmt.Errorf("next occurrence of %q: %w", *j.CronExpr, ErrNeverFires)
+	return nil
 }

@@ -251,10 +251,19 @@ func TestJobNextRunNamesTheBound(t *testing.T) {
 	j := validJob()
 	ends := mustTime(t, "2026-01-01T00:00:00Z")
 	j.EndsAt = &ends
-	_, err := j.NextRun(mustTime(t, "2026-06-01T00:00:00Z"))
+	now := mustTime(t, "2026-06-01T00:00:00Z")
+	// A job past its ends_at is finished: no next run, no error.
+	if next, err := j.NextRun(now); next != nil || err != nil {
+		t.Fatalf("NextRun past ends_at = %v, %v", next, err)
+	}
+	// A new schedule that leaves nothing before ends_at is refused, naming it.
 	var e *Error
-	if !errors.As(err, &e) || e.Fields["ends_at"] == "" {
-		t.Fatalf("NextRun past ends_at = %v", err)
+	if err := j.ValidateSchedule(now); !errors.As(err, &e) || e.Fields["ends_at"] == "" {
+		t.Fatalf("ValidateSchedule past ends_at = %v", err)
+	}
+	j.EndsAt = nil
+	if err := j.ValidateSchedule(now); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -66,7 +66,12 @@ type cluster struct {
 // until each serves HTTP and one of them leads.
 func newCluster(t testing.TB, cfg clusterConfig) *cluster {
 	t.Helper()
-	dsn := sqltest.NewURL(t)
+	return newClusterOn(t, cfg, sqltest.NewURL(t))
+}
+
+// newClusterOn is newCluster on a given, migrated, database.
+func newClusterOn(t testing.TB, cfg clusterConfig, dsn string) *cluster {
+	t.Helper()
 	proxy, proxied := sqltest.NewProxyFor(t, dsn)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -109,6 +114,7 @@ func instanceEnv(dsn, id string, cfg clusterConfig) []string {
 		"HTTP_ADDR=127.0.0.1:0",
 		"INSTANCE_ID=" + id,
 		"API_KEYS=" + apiKey,
+		"RATE_LIMIT=0", // the load tests measure the cluster, not the per-key limiter
 		"ALLOW_PRIVATE_TARGETS=true",
 		"MIGRATE_ON_START=false",
 		"LOG_LEVEL=info",

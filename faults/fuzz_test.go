@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
 	chttp "github.com/chronoshq/chronos/http"
 	"github.com/chronoshq/chronos/sql/sqltest"
@@ -28,7 +29,7 @@ func (alwaysUp) IsLeader() bool          { return false }
 // envelope for a 4xx). Its seeds run as a regular test.
 func FuzzListCursorsAndFilters(f *testing.F) {
 	db := sqltest.New(f)
-	srv := chttp.NewServer(chttp.Config{Instance: "fuzz", APIKeys: []string{apiKey}}, db, bus.New(), alwaysUp{},
+	srv := chttp.NewServer(chttp.Config{Instance: "fuzz", APIKeys: []string{apiKey}, TargetPolicy: chronos.TargetPolicy{AllowPrivate: true}}, db, bus.New(), alwaysUp{},
 		slog.New(slog.DiscardHandler))
 	h := srv.Handler()
 	// do sends a request; target's path is taken literally (not

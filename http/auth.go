@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	nethttp "net/http"
@@ -11,29 +12,83 @@ import (
 	"github.com/chronoshq/chronos"
 )
 
-// hashKey turns a key into a fixed-length digest, so the comparison below
-// takes the same time whatever the lengths of the presented and stored keys
-// (subtle.ConstantTimeCompare returns early on a length mismatch).
-func hashKey(k string) [32]byte { return sha256.Sum256([]byte(k)) }
+// Caller is who made a request: the name and role of the API key it
+// presented. Handlers read it with CallerOf; the audit history records its
+// Name as "who".
+type Caller struct {
+	Name string
+	Role Role
+}
 
-// keyMatches compares the presented key with every configured key in
-// constant time. It never stops at the first match, so the timing does not
-// tell which key (or how many) matched.
-func (s *Server) keyMatches(presented string) bool {
-	h := hashKey(presented)
-	match := 0
+// anonymous is the caller when authentication is disabled.
+var anonymous = Caller{Name: "anonymous", Role: RoleWrite}
+
+const ctxCaller = "chronos.caller"
+
+type callerKey struct{}
+
+// CallerOf returns the caller of an authenticated request (the zero Caller
+// before authentication or on an open route).
+func CallerOf(c *gin.Context) Caller {
+	v, _ := c.Get(ctxCaller)
+	cl, _ := v.(Caller)
+	return cl
+}
+
+// CallerFromContext returns the caller a request's context carries, for
+// code below the handlers that sees only a context.Context.
+func CallerFromContext(ctx context.Context) (Caller, bool) {
+	cl, ok := ctx.Value(callerKey{}).(Caller)
+	return cl, ok
+}
+
+// setCaller records the caller on the gin context (logs, handlers) and the
+// request's context (code below the handlers).
+func setCaller(c *gin.Context, cl Caller) {
+	c.Set(ctxCaller, cl)
+	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), callerKey{}, cl))
+}
+
+// matchKey compares the presented key with every configured key in
+// constant time: the SHA-256 digests have one length whatever the lengths
+// of the keys (subtle.ConstantTimeCompare returns early on a length
+// mismatch), and the loop never stops at the first match, so the timing
+// does not tell which key (or how many) matched. It returns the index of
+// the matching key, or -1.
+func (s *Server) matchKey(presented string) int {
+	h := sha256.Sum256([]byte(presented))
+	idx := -1
 	for i := range s.keys {
-		match |= subtle.ConstantTimeCompare(h[:], s.keys[i][:])
+		eq := subtle.ConstantTimeCompare(h[:], s.keys[i].Hash[:])
+		idx = subtle.ConstantTimeSelect(eq, i, idx)
 	}
-	return match == 1
+	return idx
 }
 
 // authenticate guards /v1: Authorization: Bearer <key>, unless the
-// operator disabled authentication.
+// operator disabled authentication. A read key may use GET routes only;
+// anything else is a 403. The per-key rate limit applies after.
 func (s *Server) authenticate(c *gin.Context) {
-	if s.cfg.AuthDisabled {
-		c.Next()
+	if !s.identify(c) {
 		return
+	}
+	if CallerOf(c).Role != RoleWrite && c.Request.Method != nethttp.MethodGet {
+		writeEnvelope(c, nethttp.StatusForbidden, chronos.Errorf(chronos.EFORBIDDEN,
+			"API key %q has role %s, which may not %s %s", CallerOf(c).Name, CallerOf(c).Role, c.Request.Method, c.Request.URL.Path))
+		return
+	}
+	if !s.admit(c) {
+		return
+	}
+	c.Next()
+}
+
+// identify checks the bearer key and records the caller; on failure it
+// answers 401 and returns false.
+func (s *Server) identify(c *gin.Context) bool {
+	if s.cfg.AuthDisabled {
+		setCaller(c, anonymous)
+		return true
 	}
 	h := c.GetHeader("Authorization")
 	scheme, key, ok := strings.Cut(h, " ")
@@ -41,12 +96,30 @@ func (s *Server) authenticate(c *gin.Context) {
 	switch {
 	case h == "":
 		s.unauthorized(c, "", "missing Authorization header; send Authorization: Bearer <api key>")
+		return false
 	case !ok || !strings.EqualFold(scheme, "Bearer") || key == "":
 		s.unauthorized(c, `error="invalid_request"`, "Authorization header must be Bearer <api key>")
-	case !s.keyMatches(key):
+		return false
+	}
+	i := s.matchKey(key)
+	if i < 0 {
 		s.unauthorized(c, `error="invalid_token"`, "invalid API key")
-	default:
-		c.Next()
+		return false
+	}
+	setCaller(c, Caller{Name: s.keys[i].Name, Role: s.keys[i].Role})
+	return true
+}
+
+// guardUnknown answers a request for an unknown /v1 path or method: 401
+// without a valid key, so nothing about the API's shape leaks to strangers;
+// with one, the 404 or 405 that next writes.
+func (s *Server) guardUnknown(next gin.HandlerFunc) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		p := c.Request.URL.Path
+		if (p == "/v1" || strings.HasPrefix(p, "/v1/")) && !s.identify(c) {
+			return
+		}
+		next(c)
 	}
 }
 

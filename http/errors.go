@@ -28,8 +28,12 @@ func statusOf(code string) int {
 		return nethttp.StatusConflict
 	case chronos.EUNAUTHORIZED:
 		return nethttp.StatusUnauthorized
+	case chronos.EFORBIDDEN:
+		return nethttp.StatusForbidden
 	case chronos.ETOOLARGE:
 		return nethttp.StatusRequestEntityTooLarge
+	case chronos.ERATELIMITED:
+		return nethttp.StatusTooManyRequests
 	case chronos.EUNAVAILABLE:
 		return nethttp.StatusServiceUnavailable
 	}

@@ -151,11 +151,15 @@ func TestKeyMatchesChecksEveryKey(t *testing.T) {
 	t.Parallel()
 	s := &Server{}
 	for _, k := range []string{"a", "b", "c"} {
-		s.keys = append(s.keys, hashKey(k))
+		key, err := ParseAPIKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.keys = append(s.keys, key)
 	}
-	for k, want := range map[string]bool{"a": true, "b": true, "c": true, "d": false, "": false, "ab": false} {
-		if got := s.keyMatches(k); got != want {
-			t.Errorf("keyMatches(%q) = %v", k, got)
+	for k, want := range map[string]int{"a": 0, "b": 1, "c": 2, "d": -1, "": -1, "ab": -1} {
+		if got := s.matchKey(k); got != want {
+			t.Errorf("matchKey(%q) = %v, want %v", k, got, want)
 		}
 	}
 }

@@ -54,7 +54,7 @@ func newEnv(t testing.TB, mods ...func(*Config)) *env {
 
 func newEnvDB(t testing.TB, db *sql.DB, mods ...func(*Config)) *env {
 	t.Helper()
-	cfg := Config{Instance: "test-1", APIKeys: []string{"other-key", testKey}}
+	cfg := Config{Instance: "test-1", APIKeys: []string{"other-key", testKey}, TargetPolicy: chronos.TargetPolicy{AllowPrivate: true}}
 	for _, m := range mods {
 		m(&cfg)
 	}

@@ -3,6 +3,7 @@ package http
 import (
 	nethttp "net/http"
 	"reflect"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -66,16 +67,29 @@ func (s *Server) createJob(c *gin.Context) {
 		return
 	}
 	j, err := newJob(&u)
+	if err == nil {
+		err = s.checkTarget(j.TargetURL)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return
+	}
+	secret := ""
+	if u.GenerateSigningSecret.Value {
+		secret = chronos.NewSigningSecret()
+		j.SigningSecrets = []chronos.SigningSecret{{Secret: secret, CreatedAt: time.Now().UTC()}}
 	}
 	if err := s.db.CreateJob(c.Request.Context(), j); err != nil {
 		s.fail(c, err)
 		return
 	}
 	c.Header("Location", "/v1/jobs/"+itoa64(j.ID))
-	c.JSON(nethttp.StatusCreated, jobUTC(j))
+	if secret != "" {
+		c.Header("Cache-Control", "no-store")
+		s.reply(c, nethttp.StatusCreated, jobWithSecret{jobUTC(j), secret})
+		return
+	}
+	s.reply(c, nethttp.StatusCreated, jobUTC(j))
 }
 
 // listJobs is GET /v1/jobs.
@@ -106,7 +120,7 @@ func (s *Server) listJobs(c *gin.Context) {
 	if next != "" {
 		out.NextCursor = &next
 	}
-	c.JSON(nethttp.StatusOK, out)
+	s.reply(c, nethttp.StatusOK, out)
 }
 
 // getJob is GET /v1/jobs/{id}.
@@ -121,7 +135,7 @@ func (s *Server) getJob(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(nethttp.StatusOK, jobUTC(j))
+	s.reply(c, nethttp.StatusOK, jobUTC(j))
 }
 
 // updateJob is PATCH /v1/jobs/{id}: a true partial update. An empty body
@@ -145,6 +159,16 @@ func (s *Server) updateJob(c *gin.Context) {
 			return
 		}
 	}
+	if u.GenerateSigningSecret.Set {
+		s.fail(c, invalid("generate_signing_secret", "only at create; rotate with POST /v1/jobs/{id}/signing-secret"))
+		return
+	}
+	if u.TargetURL.Set && !u.TargetURL.Null {
+		if err := s.checkTarget(u.TargetURL.Value); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
 	var j *chronos.Job
 	if n == 0 || !anySet(&u) {
 		j, err = s.db.Job(c.Request.Context(), id)
@@ -155,7 +179,7 @@ func (s *Server) updateJob(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(nethttp.StatusOK, jobUTC(j))
+	s.reply(c, nethttp.StatusOK, jobUTC(j))
 }
 
 // deleteJob is DELETE /v1/jobs/{id}.
@@ -197,12 +221,25 @@ func anySet(u *chronos.JobUpdate) bool {
 }
 
 // jobUTC puts every time of a job in UTC for the wire, whatever zone the
-// driver handed back.
+// driver handed back, and masks its secret header values: every job
+// response goes through it.
 func jobUTC(j *chronos.Job) *chronos.Job {
-	c := *j
+	c := *j.Redacted()
+	if c.SigningSecrets == nil {
+		c.SigningSecrets = []chronos.SigningSecret{}
+	}
 	c.RunAt = utcPtr(j.RunAt)
 	c.NextRunAt = utcPtr(j.NextRunAt)
 	c.CreatedAt = j.CreatedAt.UTC()
 	c.UpdatedAt = j.UpdatedAt.UTC()
 	return &c
+}
+
+// checkTarget refuses a target URL whose host is a literal address the
+// outbound policy in force refuses: a 400 now beats a dead run later.
+func (s *Server) checkTarget(u string) error {
+	if err := s.cfg.TargetPolicy.CheckURL(u); err != nil {
+		return invalid("target_url", err.Error())
+	}
+	return nil
 }

@@ -2,6 +2,8 @@ package http
 
 import (
 	"context"
+	"log/slog"
+	nethttp "net/http"
 	"slices"
 	"strconv"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
+	"github.com/chronoshq/chronos/sql"
 )
 
 // latencyBuckets cover a millisecond-scale scheduler: 0.5 ms to a minute.
@@ -39,6 +42,12 @@ var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25
 //	chronos_listener_reconnects_total          listener (re)connections (resync events)
 //	chronos_http_requests_total{method,route,code}
 //	chronos_http_request_duration_seconds{route}
+//	chronos_runs_in_flight                     runs this instance's workers hold (with a WorkProbe)
+//	chronos_worker_slots                       WORKER_CONCURRENCY (with a WorkProbe)
+//	chronos_queue_runs{status}                 cluster-wide pending, leased, running (queuemetrics.go)
+//	chronos_queue_due_runs                     cluster-wide pending runs that are due
+//	chronos_queue_oldest_pending_seconds       wait of the oldest due pending run
+//	chronos_queue_stats_age_seconds            how old the chronos_queue_* figures are
 //
 // plus the Go runtime and process collectors.
 type metrics struct {
@@ -55,7 +64,7 @@ type metrics struct {
 	requestSeconds *prometheus.HistogramVec
 }
 
-func newMetrics(b *bus.Bus, probe Probe) *metrics {
+func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_runs_total",
@@ -97,6 +106,8 @@ func newMetrics(b *bus.Bus, probe Probe) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_listener_connected",
 			Help: "1 while the LISTEN connection is up."}, func() float64 { return boolFloat(probe.ListenerConnected()) }),
 	)
+	m.reg.MustRegister(workMetrics(probe)...)
+	m.reg.MustRegister(newQueueCollector(db, log))
 	// Status labels known up front, so the families show from the start.
 	for _, s := range []chronos.RunStatus{chronos.StatusSucceeded, chronos.StatusPending, chronos.StatusDead} {
 		m.runs.WithLabelValues(string(s))
@@ -196,7 +207,10 @@ func (m *metrics) observeRequest(method, route string, status int, d time.Durati
 }
 
 // metricsHandler is GET /metrics.
-func (s *Server) metricsHandler() gin.HandlerFunc {
-	h := promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg})
-	return gin.WrapH(h)
+func (s *Server) metricsHandler() gin.HandlerFunc { return gin.WrapH(s.MetricsHandler()) }
+
+// MetricsHandler serves the Prometheus metrics, for a listener of their
+// own (METRICS_ADDR) when Config.SeparateMetrics keeps them off the API.
+func (s *Server) MetricsHandler() nethttp.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{Registry: s.metrics.reg})
 }

@@ -106,6 +106,7 @@ func (s *Server) logRequests(c *gin.Context) {
 		slog.Int("bytes", c.Writer.Size()),
 		slog.Duration("duration", d),
 		slog.String("remote", c.ClientIP()),
+		slog.String("key", CallerOf(c).Name),
 	)
 }
 

@@ -14,22 +14,27 @@ import (
 func (s *Server) routes() *gin.Engine {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
+	// No redirect from /v1/jobs/ to /v1/jobs: it would answer before
+	// authentication and tell a stranger which paths exist.
+	e.RedirectTrailingSlash = false
 	// Do not trust X-Forwarded-For from anyone: the API sits behind
 	// whatever the operator chose, and ClientIP is only used for logs.
 	_ = e.SetTrustedProxies(nil)
 	e.Use(s.requestID, s.recovery, s.logRequests, s.limitBody)
-	e.NoRoute(func(c *gin.Context) {
+	e.NoRoute(s.guardUnknown(func(c *gin.Context) {
 		s.fail(c, chronos.Errorf(chronos.ENOTFOUND, "no route %s %s", c.Request.Method, c.Request.URL.Path))
-	})
-	e.NoMethod(func(c *gin.Context) {
+	}))
+	e.NoMethod(s.guardUnknown(func(c *gin.Context) {
 		c.Header("Allow", allowedMethods(e, c))
 		writeEnvelope(c, nethttp.StatusMethodNotAllowed, &chronos.Error{Code: "method_not_allowed",
 			Message: "method " + c.Request.Method + " not allowed on " + c.Request.URL.Path})
-	})
+	}))
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/metrics", s.metricsHandler())
+	if !s.cfg.SeparateMetrics {
+		e.GET("/metrics", s.metricsHandler())
+	}
 	e.GET("/openapi.yaml", s.openapi)
 
 	v1 := e.Group("/v1", s.authenticate)
@@ -39,12 +44,14 @@ func (s *Server) routes() *gin.Engine {
 	v1.PATCH("/jobs/:id", s.updateJob)
 	v1.DELETE("/jobs/:id", s.deleteJob)
 	v1.POST("/jobs/:id/trigger", s.triggerJob)
+	v1.POST("/jobs/:id/signing-secret", s.rotateSigningSecret)
+	v1.DELETE("/jobs/:id/signing-secret", s.deleteSigningSecrets)
 	v1.GET("/jobs/:id/runs", s.listRuns)
 	v1.GET("/jobs/:id/schedule", s.jobSchedule)
 	v1.POST("/schedule/preview", s.previewSchedule)
 	v1.GET("/runs/:id", s.getRun)
 	v1.POST("/runs/:id/redrive", s.redriveRun)
-	v1.GET("/events", s.events)
+	v1.GET("/events", s.tapSlot, s.events)
 	return e
 }
 

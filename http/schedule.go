@@ -63,7 +63,12 @@ func (s *Server) jobSchedule(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.preview(c, j, after, n)
+	from, err := s.previewFrom(c, after)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.preview(c, j, from, n)
 }
 
 // previewSchedule is POST /v1/schedule/preview: the fire times of a
@@ -112,26 +117,31 @@ func (s *Server) previewSchedule(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.preview(c, j, r.After, n)
+	from, err := s.previewFrom(c, r.After)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	j.CreatedAt = from // a schedule without a job: @every counts from here
+	// As at create: an expression that never fires again is a 400.
+	if err := j.ValidateSchedule(from); err != nil {
+		s.fail(c, err)
+		return
+	}
+	s.preview(c, j, from, n)
 }
 
-// preview answers with n fire times of j after `after` (nil: the
-// database's clock).
-func (s *Server) preview(c *gin.Context, j *chronos.Job, after *time.Time, n int) {
-	var from time.Time
+// previewFrom is the instant previews start after: after, or the
+// database's clock.
+func (s *Server) previewFrom(c *gin.Context, after *time.Time) (time.Time, error) {
 	if after != nil {
-		from = after.UTC()
-	} else {
-		now, err := s.db.Now(c.Request.Context())
-		if err != nil {
-			s.fail(c, err)
-			return
-		}
-		from = now
+		return after.UTC(), nil
 	}
-	if j.CreatedAt.IsZero() {
-		j.CreatedAt = from // a schedule without a job: @every counts from here
-	}
+	return s.db.Now(c.Request.Context())
+}
+
+// preview answers with n fire times of j after from.
+func (s *Server) preview(c *gin.Context, j *chronos.Job, from time.Time, n int) {
 	p, err := j.Preview(from, n)
 	if err != nil {
 		s.fail(c, err)

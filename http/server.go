@@ -3,15 +3,15 @@ package http
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	nethttp "net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
 	"github.com/chronoshq/chronos/sql"
 )
@@ -23,8 +23,9 @@ const DefaultMaxBodyBytes int64 = 1 << 20
 type Config struct {
 	// Instance names this instance in responses, logs and /readyz.
 	Instance string
-	// APIKeys are the accepted bearer tokens. At least one is required
-	// unless AuthDisabled is set.
+	// APIKeys are the accepted bearer tokens, as API_KEYS entries: key,
+	// name:key or name:role:key, the key possibly as sha256:<hex> (see
+	// ParseAPIKey). At least one is required unless AuthDisabled is set.
 	APIKeys []string
 	// AuthDisabled turns authentication off. It must be set explicitly: a
 	// server without keys refuses to start otherwise.
@@ -32,6 +33,22 @@ type Config struct {
 	// MaxBodyBytes limits request bodies (DefaultMaxBodyBytes when 0); a
 	// larger body is a 413.
 	MaxBodyBytes int64
+	// RateLimit is each API key's sustained request rate per second on
+	// this instance (DefaultRateLimit when 0; negative: no limit), with
+	// bursts of RateBurst (DefaultRateBurst when 0). Past it: 429 with
+	// Retry-After.
+	RateLimit float64
+	RateBurst int
+	// MaxTapStreams caps the event-tap streams one key holds at once on
+	// this instance (DefaultMaxTapStreams when 0; negative: no cap).
+	MaxTapStreams int
+	// SeparateMetrics leaves /metrics off the API's router, for cmd to
+	// serve MetricsHandler on a listener of its own (METRICS_ADDR).
+	SeparateMetrics bool
+	// TargetPolicy is the outbound address policy in force (the reactor's):
+	// a target_url whose host is a literal address it refuses is a 400 at
+	// create and PATCH. Hostnames are judged when dialled.
+	TargetPolicy chronos.TargetPolicy
 }
 
 // Validate reports a configuration the server must refuse to start with:
@@ -40,16 +57,17 @@ func (c Config) Validate() error {
 	if c.MaxBodyBytes < 0 {
 		return errors.New("http config: MaxBodyBytes must not be negative")
 	}
+	if c.RateBurst < 0 {
+		return errors.New("http config: RateBurst must not be negative")
+	}
 	if c.AuthDisabled {
 		return nil
 	}
 	if len(c.APIKeys) == 0 {
 		return errors.New("http config: no API keys set; set API_KEYS or AUTH_DISABLED=true explicitly")
 	}
-	for i, k := range c.APIKeys {
-		if strings.TrimSpace(k) == "" {
-			return errors.New("http config: API key " + strconv.Itoa(i+1) + " is empty")
-		}
+	if _, err := ParseAPIKeys(c.APIKeys); err != nil {
+		return fmt.Errorf("http config: %w", err)
 	}
 	return nil
 }
@@ -69,9 +87,10 @@ type Server struct {
 	bus     *bus.Bus
 	probe   Probe
 	log     *slog.Logger
-	keys    [][32]byte
+	keys    []APIKey
 	engine  *gin.Engine
 	metrics *metrics
+	limits  *limits
 
 	// heartbeat is the event tap's keep-alive interval (15 s; shorter in
 	// tests).
@@ -96,6 +115,21 @@ func NewServer(cfg Config, db *sql.DB, b *bus.Bus, probe Probe, log *slog.Logger
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	switch {
+	case cfg.RateLimit == 0:
+		cfg.RateLimit = DefaultRateLimit
+		if cfg.RateBurst == 0 {
+			cfg.RateBurst = DefaultRateBurst
+		}
+	case cfg.RateLimit < 0:
+		cfg.RateLimit = 0
+	}
+	switch {
+	case cfg.MaxTapStreams == 0:
+		cfg.MaxTapStreams = DefaultMaxTapStreams
+	case cfg.MaxTapStreams < 0:
+		cfg.MaxTapStreams = 0
+	}
 	if probe == nil {
 		probe = noProbe{}
 	}
@@ -112,13 +146,21 @@ func NewServer(cfg Config, db *sql.DB, b *bus.Bus, probe Probe, log *slog.Logger
 		tapBuffer: 1024,
 		closing:   make(chan struct{}),
 	}
-	for _, k := range cfg.APIKeys {
-		s.keys = append(s.keys, hashKey(k))
+	// Validate refuses bad entries before a server is built; one that
+	// slips through is left out (it can match nothing) and logged.
+	for i, e := range cfg.APIKeys {
+		k, err := ParseAPIKey(e)
+		if err != nil {
+			log.Error("API key ignored", slog.Int("position", i+1), slog.String("error", err.Error()))
+			continue
+		}
+		s.keys = append(s.keys, k)
 	}
 	if cfg.AuthDisabled {
 		log.Warn("API authentication is DISABLED: every /v1 route is open to anyone who can reach this port")
 	}
-	s.metrics = newMetrics(b, probe)
+	s.limits = newLimits(cfg)
+	s.metrics = newMetrics(b, probe, db, log)
 	s.engine = s.routes()
 	return s
 }

@@ -2,8 +2,11 @@ package reactor
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
+
+	"github.com/chronoshq/chronos"
 )
 
 // Config configures a Reactor. Zero values mean the defaults below.
@@ -19,14 +22,24 @@ type Config struct {
 	RunRetention       time.Duration // terminal runs older than this are pruned (7 days)
 	ShutdownTimeout    time.Duration // grace for in-flight calls on shutdown (25s)
 	Lookahead          time.Duration // runs are materialized this far ahead (2s)
+	QueueStatsInterval time.Duration // how often the leader recomputes the queue gauges (5s)
 
 	// ClockSkew shifts this instance's own clock (testing only: it stands
 	// for a machine whose clock is off). The own clock only arms timers;
 	// what is due is always decided by the database's clock.
 	ClockSkew time.Duration
 
-	SigningSecret       string // when set, requests carry an HMAC signature
-	AllowPrivateTargets bool   // allow private, loopback and link-local targets
+	SigningSecret       string // signs deliveries of jobs without their own secret (whsec_<base64> or any string)
+	AllowPrivateTargets bool   // allow every special-purpose address but metadata endpoints
+
+	// AllowedTargetNetworks are special-purpose ranges deliveries may
+	// reach nonetheless (never a metadata endpoint).
+	AllowedTargetNetworks []netip.Prefix
+}
+
+// TargetPolicy is the outbound address policy the configuration asks for.
+func (c Config) TargetPolicy() chronos.TargetPolicy {
+	return chronos.TargetPolicy{AllowPrivate: c.AllowPrivateTargets, AllowedNetworks: c.AllowedTargetNetworks}
 }
 
 // Defaults of Config.
@@ -39,6 +52,7 @@ const (
 	DefaultRunRetention       = 7 * 24 * time.Hour
 	DefaultShutdownTimeout    = 25 * time.Second
 	DefaultLookahead          = 2 * time.Second
+	DefaultQueueStatsInterval = 5 * time.Second
 )
 
 // withDefaults returns c with every zero field set to its default.
@@ -70,6 +84,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Lookahead <= 0 {
 		c.Lookahead = DefaultLookahead
+	}
+	if c.QueueStatsInterval <= 0 {
+		c.QueueStatsInterval = DefaultQueueStatsInterval
 	}
 	return c
 }

@@ -48,10 +48,12 @@
 // every outcome queued while the previous batch was written, or arriving
 // within a millisecond of it), so a lone outcome is recorded at once.
 //
-// Outbound connections to private, loopback, link-local and unspecified
-// addresses are refused when they are dialled (after DNS resolution, so a
-// hostname cannot sneak around the check) unless
-// Config.AllowPrivateTargets is set; 169.254.169.254 is always refused.
+// Outbound connections follow chronos.TargetPolicy: addresses of the IANA
+// special-purpose registries are refused unless Config.AllowPrivateTargets
+// or Config.AllowedTargetNetworks allow them, and metadata endpoints are
+// refused always. The transport resolves a hostname itself, judges every
+// address and dials only the allowed ones, by address (transport.go), so
+// DNS cannot sneak around the check.
 //
 // Each request carries these headers:
 //
@@ -64,14 +66,20 @@
 //
 // # Signatures
 //
-// When Config.SigningSecret is set, each request is also signed:
+// Deliveries are signed to the Standard Webhooks convention with the job's
+// own secrets (chronos.Job.SigningSecrets, every one still active during a
+// rotation) or, for a job without any, Config.SigningSecret:
 //
-//	X-Chronos-Timestamp: <unix seconds when the request was sent>
-//	X-Chronos-Signature: v1=<hex(HMAC-SHA256(secret, timestamp + "." + body))>
+//	webhook-id: run_<run id>            (the same on every attempt of a run)
+//	webhook-timestamp: <unix seconds when the request was sent>
+//	webhook-signature: v1,<base64(HMAC-SHA256(key, id + "." + timestamp + "." + body))> ...
+//	X-Chronos-Timestamp: <the same timestamp>
 //
-// To verify, a target recomputes the HMAC over the X-Chronos-Timestamp
-// value, a literal ".", and the raw request body (empty when the job has no
-// payload), compares it with the hex after "v1=" in constant time, and
-// rejects timestamps too far from its own clock (say five minutes) to stop
-// replays. See Sign.
+// where key is the base64-decoded part of a whsec_ secret, or the bytes of
+// a SIGNING_SECRET not in that form (chronos.SigningKey). Because the id
+// and the job's own key are signed, a delivery replayed to another job's
+// target fails verification there, and two empty deliveries of one second
+// no longer share a signature. Jobs signed with the cluster secret also
+// carry the legacy X-Chronos-Signature: v1=<hex(HMAC-SHA256(secret,
+// timestamp + "." + body))> for targets written before. See signature.go.
 package reactor

@@ -37,7 +37,7 @@ type executor struct {
 func newExecutor(cfg Config) *executor {
 	return &executor{
 		client: &http.Client{
-			Transport: newTransport(cfg.WorkerConcurrency, cfg.AllowPrivateTargets),
+			Transport: newTransport(cfg.WorkerConcurrency, cfg.TargetPolicy()),
 			// A redirect is the target's answer, not an instruction: 3xx
 			// is recorded as a failure (ticket 02), never followed.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -166,11 +166,7 @@ func (e *executor) request(ctx context.Context, job *chronos.Job, run *chronos.R
 	if run.CatchUp {
 		req.Header.Set(HeaderCatchUp, "true")
 	}
-	if len(e.secret) > 0 {
-		ts := strconv.FormatInt(time.Now().Unix(), 10)
-		req.Header.Set(HeaderTimestamp, ts)
-		req.Header.Set(HeaderSignature, Sign(e.secret, ts, body))
-	}
+	e.sign(req.Header, job, run, body)
 	return req, nil
 }
 

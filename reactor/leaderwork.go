@@ -16,6 +16,7 @@ func (r *Reactor) leaderWork(ctx context.Context) {
 	wg.Go(func() { newMaterializer(r).run(ctx) })
 	wg.Go(func() { newReaper(r).run(ctx) })
 	wg.Go(func() { newPruner(r).run(ctx) })
+	wg.Go(func() { newQueueStats(r).run(ctx) })
 	wg.Wait()
 	r.log.Info("leader work stopped")
 }

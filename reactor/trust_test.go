@@ -12,8 +12,8 @@ import (
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
-// delivery is one request a recording target received.
-type delivery struct {
+// recorded is one delivery a recorder received.
+type recorded struct {
 	sched   time.Time
 	at      time.Time
 	catchUp bool
@@ -24,14 +24,14 @@ type delivery struct {
 type recorder struct {
 	*target
 	mu   sync.Mutex
-	got  []delivery
+	got  []recorded
 	hold time.Duration // how long each request takes
 }
 
 func newRecorder(t *testing.T, hold time.Duration) *recorder {
 	rec := &recorder{hold: hold}
 	rec.target = newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		d := delivery{at: time.Now(), catchUp: r.Header.Get(HeaderCatchUp) == "true", run: r.Header.Get(HeaderRunID)}
+		d := recorded{at: time.Now(), catchUp: r.Header.Get(HeaderCatchUp) == "true", run: r.Header.Get(HeaderRunID)}
 		d.sched, _ = time.Parse(time.RFC3339Nano, r.Header.Get(HeaderScheduledAt))
 		rec.mu.Lock()
 		rec.got = append(rec.got, d)
@@ -46,10 +46,10 @@ func newRecorder(t *testing.T, hold time.Duration) *recorder {
 	return rec
 }
 
-func (rec *recorder) deliveries() []delivery {
+func (rec *recorder) deliveries() []recorded {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	return append([]delivery(nil), rec.got...)
+	return append([]recorded(nil), rec.got...)
 }
 
 // dbNow reads the database's clock.
@@ -101,7 +101,7 @@ func TestSkewedLeaderKeepsEveryOccurrence(t *testing.T) {
 			seen := map[time.Time]int{}
 			for _, d := range rec.deliveries() {
 				if d.catchUp {
-					t.Errorf("catch-up delivery for %v: no gap happened", d.sched)
+					t.Errorf("catch-up recorded for %v: no gap happened", d.sched)
 				}
 				seen[d.sched.UTC()]++
 			}
@@ -179,7 +179,7 @@ func TestExclusiveOverlapAtTheTarget(t *testing.T) {
 
 // After every instance stopped for longer than the lookahead, the target
 // gets exactly one late request for the gap, flagged as the catch-up in
-// the delivery, and then the schedule resumes on time (issue 11.5).
+// the recorded, and then the schedule resumes on time (issue 11.5).
 func TestCatchUpAfterClusterStop(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
@@ -213,7 +213,7 @@ func TestCatchUpAfterClusterStop(t *testing.T) {
 		}
 		return n >= 2
 	})
-	var late []delivery
+	var late []recorded
 	for _, d := range rec.deliveries()[before:] {
 		if d.sched.Before(restarted) {
 			late = append(late, d)

@@ -8,7 +8,9 @@
 # Where the server comes from, in order (CHRONOS_TESTDB picks one):
 #   1. TEST_DATABASE_URL, when set: used as it is.
 #   2. server: a server on 127.0.0.1:5432, as user postgres, then root
-#      (database postgres, no password), then chronos/chronos (compose.yaml).
+#      (database postgres, no password); then compose.yaml's Postgres, as
+#      chronos/chronos on 127.0.0.1:5433 (compose publishes it there so it
+#      never clashes with a server on 5432).
 #   3. local:  a throwaway cluster from the local initdb/pg_ctl (PATH or
 #      /usr/lib/postgresql/*/bin), in a temp dir, on a free port, trust
 #      auth, stopped and removed when the command ends. initdb refuses to
@@ -41,22 +43,27 @@ usable() {
 	fi
 }
 
+# COMPOSE_URL is compose.yaml's Postgres as the host sees it.
+COMPOSE_URL="postgres://chronos:chronos@127.0.0.1:5433/chronos?sslmode=disable"
+
 try_server() {
-	if command -v pg_isready >/dev/null 2>&1 && ! pg_isready -q -h 127.0.0.1 -p 5432 -t 3; then
-		return 1
-	fi
-	local url
-	for url in \
-		"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable" \
-		"postgres://root@127.0.0.1:5432/postgres?sslmode=disable" \
-		"postgres://chronos:chronos@127.0.0.1:5432/chronos?sslmode=disable"; do
-		if usable "$url"; then
-			TEST_DATABASE_URL=$url
-			log "using the server on 127.0.0.1:5432 ($url)"
-			return 0
+	local port url answered=
+	for port in 5432 5433; do
+		if command -v pg_isready >/dev/null 2>&1 && ! pg_isready -q -h 127.0.0.1 -p "$port" -t 3; then
+			continue
 		fi
+		answered="$answered $port"
+		local urls=("postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable" "postgres://root@127.0.0.1:5432/postgres?sslmode=disable")
+		[ "$port" = 5433 ] && urls=("$COMPOSE_URL")
+		for url in "${urls[@]}"; do
+			if usable "$url"; then
+				TEST_DATABASE_URL=$url
+				log "using the server on 127.0.0.1:$port ($url)"
+				return 0
+			fi
+		done
 	done
-	log "a server answers on 127.0.0.1:5432 but none of postgres, root, chronos may connect and create databases"
+	[ -z "$answered" ] || log "a server answers on 127.0.0.1 port(s)$answered but none of postgres, root (5432) or chronos (5433, compose) may connect and create databases"
 	return 1
 }
 
@@ -160,7 +167,7 @@ try_docker() {
 	root=$(cd "$(dirname "$0")/.." && pwd)
 	[ -f "$root/compose.yaml" ] || { log "no compose.yaml"; return 1; }
 	(cd "$root" && $compose up -d postgres) >&2 || { log "$compose up -d postgres failed"; return 1; }
-	local url="postgres://chronos:chronos@127.0.0.1:5432/chronos?sslmode=disable" i
+	local url=$COMPOSE_URL i
 	for i in $(seq 1 60); do
 		if usable "$url"; then
 			TEST_DATABASE_URL=$url
@@ -177,7 +184,7 @@ if [ -n "${TEST_DATABASE_URL:-}" ]; then
 	log "using TEST_DATABASE_URL as given"
 else
 	case $mode in
-	server) try_server || die "no usable server on 127.0.0.1:5432" ;;
+	server) try_server || die "no usable server on 127.0.0.1:5432 (or compose's on 5433)" ;;
 	local) try_local || die "could not start a throwaway cluster" ;;
 	docker) try_docker || die "could not start postgres with docker compose" ;;
 	auto) try_server || try_local || try_docker ||

@@ -37,26 +37,30 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	}
 	// created_at is that clock too: "@every" intervals count from it.
 	j.CreatedAt = now.Truncate(time.Microsecond)
+	if err := j.ValidateSchedule(now); err != nil {
+		return err
+	}
 	next, err := j.NextRun(now)
 	if err != nil {
 		if chronos.ErrorCode(err) == chronos.EINVALID {
-			return err // names ends_at or exclude
+			return err // names the field: cron_expr, timezone, exclude
 		}
 		return chronos.InvalidFields(map[string]string{"cron_expr": err.Error()})
 	}
 	if !j.Enabled && j.CronExpr != nil {
 		next = nil // a paused cron job has no next run; resuming starts from then
 	}
-	args := append(jobArgs(j, next), policyArgs(j)...)
+	args := append(append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets)), policyArgs(j)...)
+	args = append(args, j.CreatedAt)
 	err = db.Pool.QueryRow(ctx, `
 		INSERT INTO jobs (name, cron_expr, run_at, timezone, target_url, method, headers, payload,
 		                  timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds,
-		                  overlap, enabled, next_run_at, starts_at, ends_at, misfire, starting_deadline_seconds,
-		                  jitter_seconds, exclude, created_at, updated_at)
+		                  overlap, enabled, next_run_at, secret_headers, signing_secrets, starts_at, ends_at, misfire,
+		                  starting_deadline_seconds, jitter_seconds, exclude, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-		        $21, $22, $23, $23)
+		        $21, $22, $23, $24, $25, $25)
 		RETURNING id, next_run_at, created_at, updated_at`,
-		append(args, j.CreatedAt)...,
+		args...,
 	).Scan(&j.ID, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt)
 	if err != nil {
 		return mapErr(err, "create job")
@@ -69,7 +73,7 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 
 // policyArgs are the scheduling policy columns of j (starts_at, ends_at,
 // misfire, starting_deadline_seconds, jitter_seconds, exclude), in the
-// order of CreateJob's INSERT and UpdateJob's UPDATE after next_run_at.
+// order of CreateJob's INSERT and UpdateJob's UPDATE after the secrets.
 func policyArgs(j *chronos.Job) []any {
 	exclude := j.Exclude
 	if exclude == nil {
@@ -199,6 +203,13 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		return nil, err
 	}
 	c := scheduleChangeOf(&old, j)
+	if c.cron {
+		// A new expression must fire again; an unchanged one that has
+		// run its course does not block other edits.
+		if err := j.ValidateSchedule(now); err != nil {
+			return nil, err
+		}
+	}
 
 	var dropped []time.Time // scheduled_at of the deleted runs created ahead
 	if c.schedule || c.pausing {
@@ -220,14 +231,14 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		return nil, err
 	}
 
-	args := append(append([]any{id}, jobArgs(j, next)...), policyArgs(j)...)
+	args := append(append(append([]any{id}, jobArgs(j, next)...), secretHeadersArg(j)), policyArgs(j)...)
 	var stored jobScan
 	err = tx.QueryRow(ctx, `
 		UPDATE jobs SET name = $2, cron_expr = $3, run_at = $4, timezone = $5, target_url = $6, method = $7,
 		       headers = $8, payload = $9, timeout_seconds = $10, max_retries = $11, backoff = $12,
 		       backoff_base_seconds = $13, backoff_max_seconds = $14, overlap = $15, enabled = $16,
-		       next_run_at = $17, starts_at = $18, ends_at = $19, misfire = $20, starting_deadline_seconds = $21,
-		       jitter_seconds = $22, exclude = $23, updated_at = now()
+		       next_run_at = $17, secret_headers = $18, starts_at = $19, ends_at = $20, misfire = $21,
+		       starting_deadline_seconds = $22, jitter_seconds = $23, exclude = $24, updated_at = now()
 		 WHERE id = $1
 		RETURNING `+jobColumns, args...).Scan(stored.dest()...)
 	if err != nil {

@@ -40,11 +40,13 @@ func (p *jobPlan) miss(reason string, n int) {
 const maxCounted = 10000
 
 // plan decides a job's runs from its next_run_at, pure of the database:
-// now is the materializer's clock, horizon = now + lookahead, and
-// active/pending say whether the job has an active / a pending run.
-// Occurrences come from the job's chronos.Schedule, the code the previews
-// use, so what a preview shows is what this creates.
-func plan(j *chronos.Job, now, horizon time.Time, active, pending bool) jobPlan {
+// now is the materializer's clock, horizon = now + lookahead,
+// active/pending say whether the job has an active / a pending run, and
+// gap, when not zero, is the instant of the job's catch-up run (see
+// gapOf), handled by its misfire policy. Occurrences come from the job's
+// chronos.Schedule, the code the previews use, so what a preview shows is
+// what this creates.
+func plan(j *chronos.Job, now, horizon time.Time, active, pending bool, gap time.Time) jobPlan {
 	var p jobPlan
 	if j.NextRunAt == nil {
 		return p
@@ -88,7 +90,8 @@ func plan(j *chronos.Job, now, horizon time.Time, active, pending bool) jobPlan 
 		return p // a stored schedule that no longer builds: nothing to fire
 	}
 	catchUp := false
-	if g, ok := gapOf(j, sched, now); ok {
+	if !gap.IsZero() {
+		var ok bool
 		switch j.Misfire {
 		case chronos.MisfireNone:
 			p.miss(chronos.SkipMisfire, countOccurrences(sched, t, now))
@@ -105,7 +108,7 @@ func plan(j *chronos.Job, now, horizon time.Time, active, pending bool) jobPlan 
 				return p
 			}
 		default:
-			t, catchUp = g, true
+			t, catchUp = gap, true
 		}
 	}
 	for range maxOccurrencesPerJob {
@@ -123,31 +126,38 @@ func plan(j *chronos.Job, now, horizon time.Time, active, pending bool) jobPlan 
 	return p
 }
 
-// catchUpAt reports whether the cron job j has a gap at now (its
-// next_run_at lies more than one occurrence in the past: more than one
-// occurrence was missed) and, if so, the latest missed occurrence: the
-// instant of its one catch-up run under misfire "one".
-func catchUpAt(j *chronos.Job, now time.Time) (time.Time, bool) {
+// gapOf decides whether the cron job j has a gap at now and, if so,
+// returns the instant of its one catch-up run: the latest occurrence due.
+// stale is how many of its runs created ahead are due and have not
+// started.
+//
+// A job is behind when its next_run_at is not after now: the materializer
+// keeps it a lookahead ahead while a leader runs, so only a time without a
+// leader (or without any instance) leaves it behind. A job behind with
+// more than one occurrence due in all, counting the runs created ahead
+// before the gap that never started, has a gap: one catch-up run stands
+// for them all (misfire "one"; "none" and "all" decide otherwise, see
+// plan). A job merely one occurrence late is not a gap; and a backlog of
+// runs that the workers have not reached yet is none either, since the
+// materializer kept the job ahead meanwhile.
+func gapOf(j *chronos.Job, now time.Time, stale int) time.Time {
 	if j.CronExpr == nil || j.NextRunAt == nil || j.NextRunAt.After(now) {
-		return time.Time{}, false // the common case: not behind, no schedule to build
+		return time.Time{} // the common case: not behind, no schedule to build
 	}
 	sched, err := j.Schedule()
 	if err != nil {
-		return time.Time{}, false
+		return time.Time{}
 	}
-	return gapOf(j, sched, now)
-}
-
-// gapOf is catchUpAt with the job's schedule built.
-func gapOf(j *chronos.Job, sched *chronos.Schedule, now time.Time) (time.Time, bool) {
-	if j.NextRunAt == nil || j.NextRunAt.After(now) {
-		return time.Time{}, false
-	}
-	n1, ok := sched.Next(j.NextRunAt.UTC())
+	first := j.NextRunAt.UTC()
+	n1, ok := sched.Next(first)
 	if !ok || n1.After(now) {
-		return time.Time{}, false
+		// One occurrence not yet created is due.
+		if stale == 0 {
+			return time.Time{}
+		}
+		return first
 	}
-	return latestOccurrence(sched, n1, now), true
+	return latestOccurrence(sched, n1, now)
 }
 
 // latestOccurrence returns the last occurrence at or before now, given

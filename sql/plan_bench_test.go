@@ -16,7 +16,7 @@ func BenchmarkPlanCronJob(b *testing.B) {
 	j := &chronos.Job{ID: 1, CronExpr: &expr, Timezone: "Europe/Berlin", NextRunAt: &next, Overlap: chronos.OverlapAllow,
 		Misfire: chronos.MisfireOne, Exclude: []chronos.DateRange{}}
 	for b.Loop() {
-		if p := plan(j, now, now.Add(2*time.Second), false, false); len(p.runs) != 1 {
+		if p := plan(j, now, now.Add(2*time.Second), false, false, time.Time{}); len(p.runs) != 1 {
 			b.Fatal(p)
 		}
 	}

@@ -471,7 +471,7 @@ func startInProcess(ctx context.Context, b *bencher, dsn, id string) (*inProcess
 		DSN: dsn, Instance: id, WorkerConcurrency: b.flags.concurrency, AllowPrivateTargets: true,
 		ShutdownTimeout: 10 * time.Second,
 	}, rdb, bs, b.log)
-	api := chttp.NewServer(chttp.Config{Instance: id, AuthDisabled: true}, db, bs, probe{lst, r}, b.log)
+	api := chttp.NewServer(chttp.Config{Instance: id, AuthDisabled: true, TargetPolicy: chronos.TargetPolicy{AllowPrivate: true}}, db, bs, probe{lst, r}, b.log)
 	hs := &nethttp.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &inProcess{id: id, addr: "http://" + ln.Addr().String(), db: db, rdb: rdb, r: r, cancel: cancel, errs: make(chan error, 4)}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
 	chttp "github.com/chronoshq/chronos/http"
 	"github.com/chronoshq/chronos/reactor"
@@ -410,7 +411,7 @@ func startAPIOnly(e *benchEnv) (*apiOnly, error) {
 	if err != nil {
 		return nil, err
 	}
-	api := chttp.NewServer(chttp.Config{Instance: "bench-scale", AuthDisabled: true}, e.db, bus.New(), nil, e.b.log)
+	api := chttp.NewServer(chttp.Config{Instance: "bench-scale", AuthDisabled: true, TargetPolicy: chronos.TargetPolicy{AllowPrivate: true}}, e.db, bus.New(), nil, e.b.log)
 	hs := &nethttp.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = hs.Serve(ln) })

@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chronoshq/chronos"
 )
 
 // serveConfig is the configuration of `chronos serve`, read from the
@@ -21,6 +25,9 @@ type serveConfig struct {
 	DatabaseURL            string
 	DatabaseConnectTimeout time.Duration
 	HTTPAddr               string
+	TLSCertFile            string
+	TLSKeyFile             string
+	MetricsAddr            string // "": /metrics on HTTP_ADDR
 	WorkerConcurrency      int
 	IdlePollInterval       time.Duration
 	LeaseDuration          time.Duration
@@ -32,6 +39,10 @@ type serveConfig struct {
 	AuthDisabled           bool
 	SigningSecret          string
 	AllowPrivateTargets    bool
+	AllowedTargetNetworks  []netip.Prefix
+	RateLimit              float64 // requests per second per key; 0: none
+	RateLimitBurst         int
+	MaxTapStreams          int // per key; 0: no cap
 	LogLevel               slog.Level
 	LogFormat              string // "json" or "text"
 	InstanceID             string
@@ -62,10 +73,13 @@ const maxInstanceID = 63
 // serveVars lists every variable `chronos serve` reads, in the order they
 // are checked and documented.
 var serveVars = []envVar{
-	{"DATABASE_URL", "", "Postgres connection string (required), e.g. postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable",
+	{"DATABASE_URL", "", "Postgres connection string (required), e.g. postgres://chronos:chronos@localhost:5433/chronos?sslmode=disable",
 		func(c *serveConfig, v string) error {
 			if v == "" {
-				return fmt.Errorf("DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable")
+				return fmt.Errorf("DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5433/chronos?sslmode=disable")
+			}
+			if err := checkScheme(v); err != nil {
+				return err
 			}
 			if _, err := pgx.ParseConfig(v); err != nil {
 				// pgx redacts the password in its message.
@@ -78,14 +92,25 @@ var serveVars = []envVar{
 		durationVar(func(c *serveConfig) *time.Duration { return &c.DatabaseConnectTimeout })},
 	{"HTTP_ADDR", ":8080", "address the API listens on (host:port; port 0 picks a free one)",
 		func(c *serveConfig, v string) error {
-			_, port, err := net.SplitHostPort(v)
-			if err == nil {
-				_, err = strconv.ParseUint(port, 10, 16)
-			}
-			if err != nil {
-				return badValue("must be host:port, e.g. :8080 or 127.0.0.1:8080")
+			if err := checkHostPort(v); err != nil {
+				return err
 			}
 			c.HTTPAddr = v
+			return nil
+		}},
+	{"TLS_CERT_FILE", "", "PEM certificate (chain) for HTTPS on HTTP_ADDR, with TLS_KEY_FILE; reloaded when the files change",
+		func(c *serveConfig, v string) error { c.TLSCertFile = v; return nil }},
+	{"TLS_KEY_FILE", "", "PEM private key of TLS_CERT_FILE",
+		func(c *serveConfig, v string) error { c.TLSKeyFile = v; return nil }},
+	{"METRICS_ADDR", "", "serve /metrics on this address (host:port) instead of HTTP_ADDR, e.g. 127.0.0.1:9090",
+		func(c *serveConfig, v string) error {
+			if v == "" {
+				return nil
+			}
+			if err := checkHostPort(v); err != nil {
+				return err
+			}
+			c.MetricsAddr = v
 			return nil
 		}},
 	{"WORKER_CONCURRENCY", "32", "most webhook requests one instance has in flight at once",
@@ -109,7 +134,7 @@ var serveVars = []envVar{
 		durationVar(func(c *serveConfig) *time.Duration { return &c.RunRetention })},
 	{"SHUTDOWN_TIMEOUT", "25s", "on SIGTERM/SIGINT, how long in-flight requests may finish before their runs are released",
 		durationVar(func(c *serveConfig) *time.Duration { return &c.ShutdownTimeout })},
-	{"API_KEYS", "", "comma-separated API keys accepted as `Authorization: Bearer <key>` on /v1 (required unless AUTH_DISABLED=true)",
+	{"API_KEYS", "", "comma-separated API keys for `Authorization: Bearer <key>` on /v1: key, name:key or name:read|write:key; key may be sha256:<hex> (required unless AUTH_DISABLED=true)",
 		func(c *serveConfig, v string) error {
 			c.APIKeys = nil
 			for _, k := range strings.Split(v, ",") {
@@ -123,8 +148,44 @@ var serveVars = []envVar{
 		boolVar(func(c *serveConfig) *bool { return &c.AuthDisabled })},
 	{"SIGNING_SECRET", "", "when set, every delivery carries X-Chronos-Timestamp and an HMAC-SHA256 X-Chronos-Signature",
 		func(c *serveConfig, v string) error { c.SigningSecret = v; return nil }},
-	{"ALLOW_PRIVATE_TARGETS", "false", "true lets jobs call private, loopback and link-local addresses (never 169.254.169.254)",
+	{"RATE_LIMIT", "1000", "requests per second each API key may make to one instance (429 with Retry-After past it); 0 turns the limit off",
+		func(c *serveConfig, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+				return badValue("must be a number of requests per second, 0 or more")
+			}
+			c.RateLimit = f
+			return nil
+		}},
+	{"RATE_LIMIT_BURST", "2000", "requests an API key may send at once before RATE_LIMIT paces it",
+		func(c *serveConfig, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return badValue("must be a positive integer")
+			}
+			c.RateLimitBurst = n
+			return nil
+		}},
+	{"MAX_TAP_STREAMS_PER_KEY", "16", "event-tap streams one API key may hold open on one instance; 0 means no cap",
+		func(c *serveConfig, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return badValue("must be a non-negative integer")
+			}
+			c.MaxTapStreams = n
+			return nil
+		}},
+	{"ALLOW_PRIVATE_TARGETS", "false", "true lets jobs call every special-purpose address (private, loopback, ...) but cloud metadata endpoints",
 		boolVar(func(c *serveConfig) *bool { return &c.AllowPrivateTargets })},
+	{"ALLOWED_TARGET_NETWORKS", "", "comma-separated CIDRs jobs may call although special-purpose, e.g. 10.20.0.0/16 (never metadata endpoints)",
+		func(c *serveConfig, v string) error {
+			n, err := chronos.ParseNetworks(v)
+			if err != nil {
+				return badValue(err.Error())
+			}
+			c.AllowedTargetNetworks = n
+			return nil
+		}},
 	{"LOG_LEVEL", "info", "debug, info, warn or error",
 		func(c *serveConfig, v string) error {
 			if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil || !knownLevel(v) {
@@ -176,6 +237,12 @@ func loadServeConfig(getenv func(string) string) (*serveConfig, error) {
 		}
 		c.ClockSkew = d
 	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return nil, usagef("TLS_CERT_FILE and TLS_KEY_FILE go together: set both for HTTPS, or neither")
+	}
+	if c.MetricsAddr != "" && c.MetricsAddr == c.HTTPAddr {
+		return nil, usagef("METRICS_ADDR %q is HTTP_ADDR: leave METRICS_ADDR empty to serve /metrics on the API's address", c.MetricsAddr)
+	}
 	if len(c.APIKeys) == 0 && !c.AuthDisabled {
 		return nil, usagef("API_KEYS is empty: set API_KEYS=key1,key2 (clients send Authorization: Bearer <key>), or AUTH_DISABLED=true for local development")
 	}
@@ -199,6 +266,25 @@ func loadEnv(getenv func(string) string, vars []envVar) (*serveConfig, error) {
 		}
 	}
 	return c, nil
+}
+
+// checkScheme refuses a URL that is not Postgres's (mysql://, http://):
+// pgx would report it as a mangled "cannot parse" of the whole string. The
+// keyword/value form (host=... dbname=...) has no scheme and passes.
+func checkScheme(dsn string) error {
+	scheme, _, ok := strings.Cut(dsn, "://")
+	if !ok || strings.ContainsAny(scheme, " =") {
+		return nil
+	}
+	switch scheme {
+	case "postgres", "postgresql":
+		return nil
+	}
+	if l := strings.ToLower(scheme); l == "postgres" || l == "postgresql" {
+		return fmt.Errorf("invalid DATABASE_URL: write the scheme %q in lower case: %s://", scheme, l)
+	}
+	// Only the scheme is quoted: the rest may hold a password.
+	return fmt.Errorf("invalid DATABASE_URL: scheme %q is not Postgres: use postgres://user:password@host:5432/database (or the keyword/value form host=... dbname=...)", scheme)
 }
 
 // varsNamed returns the entries of serveVars with the given names, for
@@ -277,4 +363,16 @@ func defaultInstanceID() string {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// checkHostPort accepts host:port with a numeric port (0 picks a free one).
+func checkHostPort(v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		return badValue("must be host:port, e.g. :8080 or 127.0.0.1:8080")
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -32,6 +33,9 @@ func TestLoadServeConfigDefaults(t *testing.T) {
 		LogFormat:              c.LogFormat, // depends on whether stderr is a terminal
 		InstanceID:             c.InstanceID,
 		MigrateOnStart:         true,
+		RateLimit:              1000,
+		RateLimitBurst:         2000,
+		MaxTapStreams:          16,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *c, want)
@@ -54,6 +58,9 @@ func TestLoadServeConfigValues(t *testing.T) {
 		"DATABASE_URL":             "host=db user=chronos dbname=chronos",
 		"DATABASE_CONNECT_TIMEOUT": "2s",
 		"HTTP_ADDR":                "127.0.0.1:0",
+		"TLS_CERT_FILE":            "/etc/chronos/tls.crt",
+		"TLS_KEY_FILE":             "/etc/chronos/tls.key",
+		"METRICS_ADDR":             "127.0.0.1:9090",
 		"WORKER_CONCURRENCY":       " 5 ",
 		"IDLE_POLL_INTERVAL":       "1m",
 		"LEASE_DURATION":           "10s",
@@ -65,6 +72,10 @@ func TestLoadServeConfigValues(t *testing.T) {
 		"AUTH_DISABLED":            "false",
 		"SIGNING_SECRET":           "s3cret",
 		"ALLOW_PRIVATE_TARGETS":    "true",
+		"ALLOWED_TARGET_NETWORKS":  "10.20.0.0/16, fd00:1::/48",
+		"RATE_LIMIT":               "2.5",
+		"RATE_LIMIT_BURST":         "10",
+		"MAX_TAP_STREAMS_PER_KEY":  "0",
 		"LOG_LEVEL":                "DEBUG",
 		"LOG_FORMAT":               "Text",
 		"INSTANCE_ID":              "chronos-1",
@@ -77,6 +88,9 @@ func TestLoadServeConfigValues(t *testing.T) {
 		DatabaseURL:            "host=db user=chronos dbname=chronos",
 		DatabaseConnectTimeout: 2 * time.Second,
 		HTTPAddr:               "127.0.0.1:0",
+		TLSCertFile:            "/etc/chronos/tls.crt",
+		TLSKeyFile:             "/etc/chronos/tls.key",
+		MetricsAddr:            "127.0.0.1:9090",
 		WorkerConcurrency:      5,
 		IdlePollInterval:       time.Minute,
 		LeaseDuration:          10 * time.Second,
@@ -87,6 +101,9 @@ func TestLoadServeConfigValues(t *testing.T) {
 		APIKeys:                []string{"a", "b", "c"},
 		SigningSecret:          "s3cret",
 		AllowPrivateTargets:    true,
+		AllowedTargetNetworks:  []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("fd00:1::/48")},
+		RateLimit:              2.5,
+		RateLimitBurst:         10,
 		LogLevel:               slog.LevelDebug,
 		LogFormat:              "text",
 		InstanceID:             "chronos-1",
@@ -123,13 +140,21 @@ func TestLoadServeConfigErrors(t *testing.T) {
 		{"HTTP_ADDR", ":70000", `invalid HTTP_ADDR ":70000": must be host:port, e.g. :8080 or 127.0.0.1:8080`},
 		{"AUTH_DISABLED", "yes", `invalid AUTH_DISABLED "yes": must be true or false`},
 		{"ALLOW_PRIVATE_TARGETS", "on", `invalid ALLOW_PRIVATE_TARGETS "on": must be true or false`},
+		{"ALLOWED_TARGET_NETWORKS", "10.0.0.0/8,intranet", `invalid ALLOWED_TARGET_NETWORKS "10.0.0.0/8,intranet": "intranet" is not a CIDR such as 10.1.0.0/16`},
+		{"RATE_LIMIT", "-1", `invalid RATE_LIMIT "-1": must be a number of requests per second, 0 or more`},
+		{"RATE_LIMIT_BURST", "0", `invalid RATE_LIMIT_BURST "0": must be a positive integer`},
+		{"MAX_TAP_STREAMS_PER_KEY", "many", `invalid MAX_TAP_STREAMS_PER_KEY "many": must be a non-negative integer`},
+		{"METRICS_ADDR", "9090", `invalid METRICS_ADDR "9090": must be host:port, e.g. :8080 or 127.0.0.1:8080`},
+		{"TLS_CERT_FILE", "/etc/tls.crt", `TLS_CERT_FILE and TLS_KEY_FILE go together: set both for HTTPS, or neither`},
+		{"TLS_KEY_FILE", "/etc/tls.key", `TLS_CERT_FILE and TLS_KEY_FILE go together: set both for HTTPS, or neither`},
+		{"METRICS_ADDR", ":8080", `METRICS_ADDR ":8080" is HTTP_ADDR: leave METRICS_ADDR empty to serve /metrics on the API's address`},
 		{"MIGRATE_ON_START", "nope", `invalid MIGRATE_ON_START "nope": must be true or false`},
 		{"LOG_LEVEL", "verbose", `invalid LOG_LEVEL "verbose": must be debug, info, warn or error`},
 		{"LOG_LEVEL", "info+2", `invalid LOG_LEVEL "info+2": must be debug, info, warn or error`},
 		{"LOG_FORMAT", "xml", `invalid LOG_FORMAT "xml": must be json or text`},
 		{"INSTANCE_ID", "has space", `invalid INSTANCE_ID "has space": must be at most 63 printable ASCII characters without spaces`},
 		{"INSTANCE_ID", strings.Repeat("x", 64), `invalid INSTANCE_ID "` + strings.Repeat("x", 64) + `": must be at most 63 printable ASCII characters without spaces`},
-		{"DATABASE_URL", "", `DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable`},
+		{"DATABASE_URL", "", `DATABASE_URL is required, e.g. postgres://chronos:chronos@localhost:5433/chronos?sslmode=disable`},
 	} {
 		env := map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": "k1", tc.name: tc.value}
 		_, err := loadServeConfig(mapEnv(env))
@@ -145,6 +170,25 @@ func TestLoadServeConfigErrors(t *testing.T) {
 	_, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": "postgres://u:hunter2@host:notaport/db", "API_KEYS": "k"}))
 	if err == nil || !strings.HasPrefix(err.Error(), "invalid DATABASE_URL: ") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("bad DATABASE_URL: %v", err)
+	}
+	// Another database's URL says the scheme is wrong, password unsaid.
+	for _, dsn := range []string{"mysql://root:hunter2@db:3306/app", "MySQL://root:hunter2@db/app", "http://hunter2@db/"} {
+		scheme, _, _ := strings.Cut(dsn, "://")
+		_, err = loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": dsn, "API_KEYS": "k"}))
+		if err == nil || !strings.HasPrefix(err.Error(), `invalid DATABASE_URL: scheme "`+scheme+`" is not Postgres`) || strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("DATABASE_URL=%s: %v", dsn, err)
+		}
+		if _, ok := err.(usageError); !ok {
+			t.Errorf("DATABASE_URL=%s: %T is not a usage error", dsn, err)
+		}
+	}
+	if _, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": "POSTGRES://u@h/db", "API_KEYS": "k"})); err == nil || !strings.Contains(err.Error(), "lower case") {
+		t.Errorf("DATABASE_URL=POSTGRES://...: %v", err)
+	}
+	for _, dsn := range []string{"postgresql://u@h/db", "host=h dbname=db password=a://b"} {
+		if _, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": dsn, "API_KEYS": "k"})); err != nil {
+			t.Errorf("DATABASE_URL=%s: %v", dsn, err)
+		}
 	}
 	// No keys and auth not explicitly disabled: refuse.
 	_, err = loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": " , "}))

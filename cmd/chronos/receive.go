@@ -14,6 +14,9 @@ import (
 	"sync"
 	"time"
 
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor"
 )
 
@@ -49,8 +52,10 @@ func runReceive(ctx context.Context, args []string, env *environ) error {
 it (any path) and it prints each delivery on one line: run id, attempt,
 scheduled time, signature check, the answer it gave, and the body.
 
-With a secret (--secret or SIGNING_SECRET, the same value the instances use)
-it verifies X-Chronos-Signature and answers 401 to a request whose signature
+With a secret (--secret or SIGNING_SECRET: the value the instances use, or
+a job's own whsec_ secret) it verifies the Standard Webhooks signature
+(webhook-id, webhook-timestamp, webhook-signature; or, from an older
+chronos, X-Chronos-Signature) and answers 401 to a request whose signature
 is bad, missing or older than 5 minutes, as a real target should.
 
 --status, --delay and --fail-first make it misbehave on purpose, to watch
@@ -63,7 +68,7 @@ Examples:
   chronos receive --fail-first 2           # first 2 deliveries of each run fail
   chronos receive --delay 40s              # slower than the job's timeout`)
 	addr := fs.String("addr", ":9000", "address to listen on")
-	secret := fs.String("secret", env.getenv("SIGNING_SECRET"), "signing secret to verify X-Chronos-Signature (env SIGNING_SECRET)")
+	secret := fs.String("secret", env.getenv("SIGNING_SECRET"), "signing secret to verify deliveries with: SIGNING_SECRET's value or a job's whsec_ secret (env SIGNING_SECRET)")
 	status := fs.Int("status", nethttp.StatusOK, "HTTP status to answer with")
 	delay := fs.Duration("delay", 0, "wait this long before answering")
 	failFirst := fs.Int("fail-first", 0, "answer 503 to the first N deliveries of each run, then --status")
@@ -84,7 +89,7 @@ Examples:
 	if err != nil {
 		return fmt.Errorf("receive: listen on %q: %w", *addr, err)
 	}
-	srv := &nethttp.Server{Handler: rc, ReadHeaderTimeout: 10 * time.Second}
+	srv := &nethttp.Server{Handler: withHealthz(rc), ReadHeaderTimeout: 10 * time.Second}
 	verify := "signatures not checked (no --secret)"
 	if len(rc.secret) > 0 {
 		verify = "verifying signatures"
@@ -185,8 +190,14 @@ func statusFromPath(path string) (int, bool) {
 
 // checkSignature says what the signature headers prove: "ok", "bad",
 // "stale" (valid but too old), "absent" (no signature), or "unchecked"
-// (no secret to check it with).
+// (no secret to check it with). A Standard Webhooks signature
+// (webhook-signature) is checked with the convention's reference library;
+// a delivery with only the legacy X-Chronos-Signature, the way chronos
+// signed before, is checked the old way.
 func (rc *receiver) checkSignature(r *nethttp.Request, body []byte, now time.Time) string {
+	if r.Header.Get(reactor.HeaderWebhookSignature) != "" {
+		return rc.checkWebhook(r, body, now)
+	}
 	sig := r.Header.Get(reactor.HeaderSignature)
 	ts := r.Header.Get(reactor.HeaderTimestamp)
 	switch {
@@ -200,6 +211,32 @@ func (rc *receiver) checkSignature(r *nethttp.Request, body []byte, now time.Tim
 	case !reactor.VerifySignature(rc.secret, ts, body, sig):
 		return "bad"
 	}
+	return freshness(ts, now)
+}
+
+// checkWebhook verifies webhook-id, webhook-timestamp and
+// webhook-signature with the secret (whsec_ or the plain SIGNING_SECRET).
+func (rc *receiver) checkWebhook(r *nethttp.Request, body []byte, now time.Time) string {
+	if len(rc.secret) == 0 {
+		return "unchecked"
+	}
+	wh, err := standardwebhooks.NewWebhookRaw(chronos.SigningKey(string(rc.secret)))
+	if err != nil {
+		return "bad"
+	}
+	// The signature first, then its age: a forged old request is "bad".
+	if err := wh.VerifyIgnoringTimestamp(body, r.Header); err != nil {
+		if errors.Is(err, standardwebhooks.ErrRequiredHeaders) {
+			return "absent"
+		}
+		return "bad"
+	}
+	return freshness(r.Header.Get(reactor.HeaderWebhookTimestamp), now)
+}
+
+// freshness is "ok" for a timestamp (unix seconds) within
+// signatureTolerance of now, "stale" otherwise.
+func freshness(ts string, now time.Time) string {
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
 		return "bad"

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor"
 )
 
@@ -43,7 +44,7 @@ func TestReceiverSignatureAndFailures(t *testing.T) {
 		if w.Code != tc.wantCode {
 			t.Errorf("%s: answered %d, want %d", tc.name, w.Code, tc.wantCode)
 		}
-		out.wait(t, `POST /hook `+tc.wantMatch, time.Second)
+		out.wait(t, `POST /hook `+tc.wantMatch, 10*time.Second)
 	}
 }
 
@@ -58,7 +59,7 @@ func TestReceiverWithoutSecret(t *testing.T) {
 	if w.Code != 500 || !strings.Contains(w.Body.String(), "status 500 asked for") {
 		t.Errorf("answered %d %q, want 500 saying why", w.Code, w.Body.String())
 	}
-	out.wait(t, `PUT /x\?y=1 run=- attempt=- sig=unchecked -> 500 body="not json\\n"$`, time.Second)
+	out.wait(t, `PUT /x\?y=1 run=- attempt=- sig=unchecked -> 500 body="not json\\n"$`, 10*time.Second)
 
 	// A /status/NNN path overrides --status.
 	rc.status = 200
@@ -79,5 +80,43 @@ func TestCompactBody(t *testing.T) {
 	long := `"` + strings.Repeat("x", 1000) + `"`
 	if got := compactBody([]byte(long)); len(got) > receivePrintBody+30 || !strings.HasSuffix(got, "(1002 bytes)") {
 		t.Errorf("long body: %q", got)
+	}
+}
+
+// TestReceiverStandardWebhooks: receive verifies the Standard Webhooks
+// headers with a job's whsec_ secret or the plain SIGNING_SECRET.
+func TestReceiverStandardWebhooks(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"a": 1}`)
+	now := time.Now()
+	ts := strconv.FormatInt(now.Unix(), 10)
+	old := strconv.FormatInt(now.Add(-time.Hour).Unix(), 10)
+	jobSecret := chronos.NewSigningSecret()
+	sign := func(secret, id, ts string) string {
+		return reactor.SignWebhook(chronos.SigningKey(secret), id, ts, body)
+	}
+	for _, tc := range []struct {
+		name, secret, id, ts, sig, want string
+	}{
+		{"job secret", jobSecret, "run_7", ts, sign(jobSecret, "run_7", ts), "ok"},
+		{"cluster secret", "s3cret", "run_7", ts, sign("s3cret", "run_7", ts), "ok"},
+		{"one of two during rotation", jobSecret, "run_7", ts, sign("other", "run_7", ts) + " " + sign(jobSecret, "run_7", ts), "ok"},
+		{"another job's secret", jobSecret, "run_7", ts, sign(chronos.NewSigningSecret(), "run_7", ts), "bad"},
+		{"id swapped", jobSecret, "run_8", ts, sign(jobSecret, "run_7", ts), "bad"},
+		{"stale", jobSecret, "run_7", old, sign(jobSecret, "run_7", old), "stale"},
+		{"forged and stale", jobSecret, "run_7", old, sign("other", "run_7", old), "bad"},
+		{"no id", jobSecret, "", ts, sign(jobSecret, "", ts), "absent"},
+		{"no secret to check", "", "run_7", ts, sign(jobSecret, "run_7", ts), "unchecked"},
+	} {
+		rc := &receiver{secret: []byte(tc.secret)}
+		req := httptest.NewRequest("POST", "/hook", nil)
+		if tc.id != "" {
+			req.Header.Set(reactor.HeaderWebhookID, tc.id)
+		}
+		req.Header.Set(reactor.HeaderWebhookTimestamp, tc.ts)
+		req.Header.Set(reactor.HeaderWebhookSignature, tc.sig)
+		if got := rc.checkSignature(req, body, now); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

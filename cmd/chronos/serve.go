@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chronoshq/chronos/bus"
 	chttp "github.com/chronoshq/chronos/http"
@@ -62,7 +66,10 @@ func runServe(ctx context.Context, args []string, env *environ) error {
 	if err != nil {
 		return err
 	}
-	httpCfg := chttp.Config{Instance: cfg.InstanceID, APIKeys: cfg.APIKeys, AuthDisabled: cfg.AuthDisabled}
+	httpCfg := chttp.Config{Instance: cfg.InstanceID, APIKeys: cfg.APIKeys, AuthDisabled: cfg.AuthDisabled,
+		TargetPolicy: chronos.TargetPolicy{AllowPrivate: cfg.AllowPrivateTargets, AllowedNetworks: cfg.AllowedTargetNetworks},
+		RateLimit:    orNegative(cfg.RateLimit), RateBurst: cfg.RateLimitBurst, MaxTapStreams: int(orNegative(float64(cfg.MaxTapStreams))),
+		SeparateMetrics: cfg.MetricsAddr != ""}
 	if err := httpCfg.Validate(); err != nil {
 		return usageError{err}
 	}
@@ -75,12 +82,27 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 	started := time.Now()
 	clog := log.With("component", "serve", "instance", cfg.InstanceID)
 
-	// Listen before anything slow, so a port in use fails at once.
+	// Load the certificate and listen before anything slow, so a bad
+	// file or a port in use fails at once.
+	var certs *certReloader
+	if cfg.TLSCertFile != "" {
+		var err error
+		if certs, err = newCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile, clog); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on HTTP_ADDR %q: %w", cfg.HTTPAddr, err)
 	}
 	defer ln.Close()
+	var metricsLn net.Listener
+	if cfg.MetricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			return fmt.Errorf("listen on METRICS_ADDR %q: %w", cfg.MetricsAddr, err)
+		}
+		defer metricsLn.Close()
+	}
 
 	db, err := connectDB(ctx, cfg, clog)
 	if err != nil {
@@ -98,18 +120,19 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 	b := bus.New()
 	lst := listeners.New(listeners.Config{DSN: cfg.DatabaseURL, Instance: cfg.InstanceID}, b, log)
 	r := reactor.New(reactor.Config{
-		DSN:                 cfg.DatabaseURL,
-		Instance:            cfg.InstanceID,
-		WorkerConcurrency:   cfg.WorkerConcurrency,
-		IdlePollInterval:    cfg.IdlePollInterval,
-		LeaseDuration:       cfg.LeaseDuration,
-		LeaderPollInterval:  cfg.LeaderPollInterval,
-		ReaperInterval:      cfg.ReaperInterval,
-		RunRetention:        cfg.RunRetention,
-		ShutdownTimeout:     cfg.ShutdownTimeout,
-		SigningSecret:       cfg.SigningSecret,
-		AllowPrivateTargets: cfg.AllowPrivateTargets,
-		ClockSkew:           cfg.ClockSkew,
+		DSN:                   cfg.DatabaseURL,
+		Instance:              cfg.InstanceID,
+		WorkerConcurrency:     cfg.WorkerConcurrency,
+		IdlePollInterval:      cfg.IdlePollInterval,
+		LeaseDuration:         cfg.LeaseDuration,
+		LeaderPollInterval:    cfg.LeaderPollInterval,
+		ReaperInterval:        cfg.ReaperInterval,
+		RunRetention:          cfg.RunRetention,
+		ShutdownTimeout:       cfg.ShutdownTimeout,
+		SigningSecret:         cfg.SigningSecret,
+		AllowPrivateTargets:   cfg.AllowPrivateTargets,
+		AllowedTargetNetworks: cfg.AllowedTargetNetworks,
+		ClockSkew:             cfg.ClockSkew,
 	}, db, b, log)
 	api := chttp.NewServer(httpCfg, db, b, probe{lst, r}, log)
 	hs := &nethttp.Server{
@@ -119,11 +142,14 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		ErrorLog:          slog.NewLogLogger(clog.Handler(), slog.LevelWarn),
 		// No WriteTimeout: the event tap streams for as long as the client stays.
 	}
+	if certs != nil {
+		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
+	errs := make(chan error, 5)
 	start := func(name string, run func() error) {
 		wg.Add(1)
 		go func() {
@@ -143,25 +169,16 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 	start("listener", func() error { return lst.Run(runCtx) })
 	start("reactor", func() error { return r.Run(runCtx) })
 	start("api", func() error { return api.Run(runCtx) }) // metrics; closes event streams when it returns
-	start("http server", func() error {
-		serveErr := make(chan error, 1)
-		go func() { serveErr <- hs.Serve(ln) }()
-		select {
-		case err := <-serveErr:
-			return err // Serve returns only on failure before Shutdown
-		case <-runCtx.Done():
-		}
-		sctx, scancel := context.WithTimeout(context.WithoutCancel(runCtx), cfg.ShutdownTimeout)
-		defer scancel()
-		err := hs.Shutdown(sctx)
-		if serr := <-serveErr; !errors.Is(serr, nethttp.ErrServerClosed) && err == nil {
-			err = serr
-		}
-		return err
-	})
-	clog.Info("chronos started", "addr", ln.Addr().String(), "version", version,
+	start("http server", func() error { return serveUntil(runCtx, hs, ln, certs != nil, cfg.ShutdownTimeout) })
+	if metricsLn != nil {
+		ms := &nethttp.Server{Handler: metricsMux(api), ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog: slog.NewLogLogger(clog.Handler(), slog.LevelWarn)}
+		start("metrics server", func() error { return serveUntil(runCtx, ms, metricsLn, false, cfg.ShutdownTimeout) })
+		clog.Info("metrics served apart", "metrics_addr", metricsLn.Addr().String())
+	}
+	clog.Info("chronos started", "addr", ln.Addr().String(), "tls", certs != nil, "version", version,
 		"worker_concurrency", cfg.WorkerConcurrency, "auth_disabled", cfg.AuthDisabled,
-		"allow_private_targets", cfg.AllowPrivateTargets, "signing", cfg.SigningSecret != "")
+		"allow_private_targets", cfg.AllowPrivateTargets, "allowed_target_networks", fmt.Sprint(cfg.AllowedTargetNetworks), "signing", cfg.SigningSecret != "")
 
 	<-runCtx.Done()
 	if ctx.Err() != nil {
@@ -208,6 +225,10 @@ func connectDB(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*sql.DB
 		if lastErr == nil || ctx.Err() == nil {
 			lastErr = err
 		}
+		if reason := permanentConnectError(err); reason != "" {
+			db.Close()
+			return nil, fmt.Errorf("cannot connect to DATABASE_URL: %s: %w", reason, err)
+		}
 		if attempt == 1 {
 			log.Warn("database not reachable yet; retrying", "timeout", cfg.DatabaseConnectTimeout.String(), "err", err)
 		}
@@ -224,7 +245,29 @@ func connectDB(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*sql.DB
 	}
 }
 
-// probe tells the API about the listener and the reactor for /readyz.
+// permanentConnectError says why err will not go away by retrying (a
+// database or role that does not exist, a refused password), or "" for an
+// error worth retrying: a server that is down or still starting.
+func permanentConnectError(err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	switch {
+	case pe.Code == "3D000": // invalid_catalog_name
+		return "the database does not exist"
+	case pe.Code == "28P01": // invalid_password
+		return "authentication failed"
+	case pe.Code == "28000": // invalid_authorization_specification
+		return "the role does not exist or may not connect (pg_hba.conf)"
+	case strings.HasPrefix(pe.Code, "28"):
+		return "authentication failed"
+	}
+	return ""
+}
+
+// probe tells the API about the listener and the reactor for /readyz and
+// /metrics (it is an http.WorkProbe too).
 type probe struct {
 	l *listeners.Listener
 	r *reactor.Reactor
@@ -232,3 +275,47 @@ type probe struct {
 
 func (p probe) ListenerConnected() bool { return p.l.Connected() }
 func (p probe) IsLeader() bool          { return p.r.IsLeader() }
+
+// orNegative maps the environment's "0 means off" to chttp.Config's
+// "negative means off" (0 there means the default).
+func orNegative(v float64) float64 {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+// serveUntil serves hs on ln (TLS with hs.TLSConfig when useTLS) until
+// ctx ends, then shuts it down within timeout.
+func serveUntil(ctx context.Context, hs *nethttp.Server, ln net.Listener, useTLS bool, timeout time.Duration) error {
+	serveErr := make(chan error, 1)
+	go func() {
+		if useTLS {
+			serveErr <- hs.ServeTLS(ln, "", "") // the certificate comes from TLSConfig.GetCertificate
+			return
+		}
+		serveErr <- hs.Serve(ln)
+	}()
+	select {
+	case err := <-serveErr:
+		return err // Serve returns only on failure before Shutdown
+	case <-ctx.Done():
+	}
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer scancel()
+	err := hs.Shutdown(sctx)
+	if serr := <-serveErr; !errors.Is(serr, nethttp.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// metricsMux serves GET /metrics of api, and nothing else, on
+// METRICS_ADDR.
+func metricsMux(api *chttp.Server) nethttp.Handler {
+	mux := nethttp.NewServeMux()
+	mux.Handle("GET /metrics", api.MetricsHandler())
+	return mux
+}
+func (p probe) InFlight() int    { return p.r.InFlight() }
+func (p probe) WorkerSlots() int { return p.r.WorkerSlots() }

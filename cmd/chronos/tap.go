@@ -11,6 +11,7 @@ import (
 	nethttp "net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,10 @@ const (
 	tapIdleTimeout = 45 * time.Second
 	// tapStable: a stream that lived this long resets the backoff.
 	tapStable = 5 * time.Second
+	// tapGiveUp is --give-up's default: how long the tap keeps trying while
+	// no URL answers, long enough to ride out a restart (make dev restarts
+	// a killed replica after 3 s; a rolling update takes a few seconds).
+	tapGiveUp = 30 * time.Second
 )
 
 // tapOptions are the flags of `chronos tap`.
@@ -40,6 +45,9 @@ type tapOptions struct {
 	typ   string
 	json  bool
 	color bool
+	// giveUp ends the tap with an error once no URL has answered for this
+	// long (0: retry forever).
+	giveUp time.Duration
 }
 
 func runTap(ctx context.Context, args []string, env *environ) error {
@@ -51,7 +59,8 @@ through LISTEN/NOTIFY) and what the instance itself did (claims, attempts,
 materializing, reaping when it leads).
 
 When the instance goes away the tap reconnects with backoff; give several
-URLs (comma-separated) and it moves on to the next one.
+URLs (comma-separated) and it moves on to the next one. When none has
+answered for --give-up (30s), it stops with exit code 1.
 
 Examples:
   chronos tap --key dev-key
@@ -63,10 +72,22 @@ Examples:
 	job := fs.String("job", "", "only events of these job ids (comma-separated)")
 	typ := fs.String("type", "", `only these event types (comma-separated; a prefix ends in ".", e.g. "run.")`)
 	raw := fs.Bool("json", false, "print each event as its raw JSON")
+	giveUp := fs.Duration("give-up", tapGiveUp, "stop when no URL has answered for this long (0: keep trying)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	o := tapOptions{key: *key, job: *job, typ: *typ, json: *raw}
+	if *giveUp < 0 {
+		return usagef("tap: --give-up must not be negative")
+	}
+	// Checked here, before connecting: a typo is not the server's to find.
+	for _, id := range strings.Split(*job, ",") {
+		if id = strings.TrimSpace(id); *job != "" {
+			if n, err := strconv.ParseInt(id, 10, 64); err != nil || n <= 0 {
+				return usagef("tap: invalid --job %q: must be job ids, comma-separated (e.g. 3 or 3,7)", *job)
+			}
+		}
+	}
+	o := tapOptions{key: *key, job: *job, typ: *typ, json: *raw, giveUp: *giveUp}
 	for _, u := range strings.Split(*urls, ",") {
 		u = strings.TrimRight(strings.TrimSpace(u), "/")
 		if u == "" {
@@ -85,8 +106,8 @@ Examples:
 }
 
 // tap streams events until ctx ends, reconnecting as needed. It returns nil
-// on ctx's end, and an error only for what retrying cannot fix (a refused
-// key, a bad filter).
+// on ctx's end, and an error for what retrying cannot fix (a refused key, a
+// bad filter) or when no URL has answered for o.giveUp.
 func tap(ctx context.Context, o tapOptions, stdout, stderr io.Writer) error {
 	client := &nethttp.Client{Transport: &nethttp.Transport{
 		Proxy:                 nethttp.ProxyFromEnvironment,
@@ -96,16 +117,22 @@ func tap(ctx context.Context, o tapOptions, stdout, stderr io.Writer) error {
 	defer client.CloseIdleConnections()
 	out := bufio.NewWriter(stdout)
 	backoff := tapMinBackoff
+	lastAnswer := time.Now() // the last time a stream opened (or the start)
 	for i := 0; ; i++ {
 		u := o.urls[i%len(o.urls)]
 		began := time.Now()
-		err := tapOnce(ctx, client, u, o, out, stderr)
+		answered, err := tapOnce(ctx, client, u, o, out, stderr)
 		if ctx.Err() != nil {
 			return nil
 		}
 		var fatal tapFatal
 		if errors.As(err, &fatal) {
 			return fatal.err
+		}
+		if answered {
+			lastAnswer = time.Now()
+		} else if o.giveUp > 0 && time.Since(lastAnswer) >= o.giveUp {
+			return fmt.Errorf("tap: no instance answered for %s (last: %s: %v); giving up (--give-up)", o.giveUp, u, err)
 		}
 		if time.Since(began) > tapStable {
 			backoff = tapMinBackoff
@@ -126,8 +153,9 @@ type tapFatal struct{ err error }
 func (e tapFatal) Error() string { return e.err.Error() }
 
 // tapOnce holds one event stream open and prints it; it always returns an
-// error saying why the stream ended.
-func tapOnce(ctx context.Context, client *nethttp.Client, base string, o tapOptions, out *bufio.Writer, stderr io.Writer) error {
+// error saying why the stream ended, and whether the stream opened (a 200:
+// an instance that only answers 503 counts as unreachable).
+func tapOnce(ctx context.Context, client *nethttp.Client, base string, o tapOptions, out *bufio.Writer, stderr io.Writer) (bool, error) {
 	q := url.Values{}
 	if o.job != "" {
 		q.Set("job_id", o.job)
@@ -143,7 +171,7 @@ func tapOnce(ctx context.Context, client *nethttp.Client, base string, o tapOpti
 	defer cancel(nil)
 	req, err := nethttp.NewRequestWithContext(ctx, nethttp.MethodGet, u, nil)
 	if err != nil {
-		return tapFatal{fmt.Errorf("tap: %w", err)}
+		return false, tapFatal{fmt.Errorf("tap: %w", err)}
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	if o.key != "" {
@@ -151,20 +179,20 @@ func tapOnce(ctx context.Context, client *nethttp.Client, base string, o tapOpti
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return errors.Unwrap(err) // the *url.Error repeats the URL
+		return false, errors.Unwrap(err) // the *url.Error repeats the URL
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != nethttp.StatusOK {
 		msg := apiErrorMessage(resp)
 		switch resp.StatusCode {
 		case nethttp.StatusUnauthorized:
-			return tapFatal{fmt.Errorf("tap: %s: 401 %s (pass --key or set CHRONOS_API_KEY)", base, msg)}
+			return false, tapFatal{fmt.Errorf("tap: %s: 401 %s (pass --key or set CHRONOS_API_KEY)", base, msg)}
 		case nethttp.StatusBadRequest:
-			return tapFatal{usagef("tap: %s: %s", base, msg)}
+			return false, tapFatal{usagef("tap: %s: %s", base, msg)}
 		case nethttp.StatusNotFound:
-			return tapFatal{fmt.Errorf("tap: %s: 404: is this a chronos instance?", base)}
+			return false, tapFatal{fmt.Errorf("tap: %s: 404: is this a chronos instance?", base)}
 		}
-		return fmt.Errorf("%s %s", resp.Status, msg)
+		return false, fmt.Errorf("%s %s", resp.Status, msg)
 	}
 	// Silence past tapIdleTimeout (no heartbeat) means a dead connection.
 	idle := time.AfterFunc(tapIdleTimeout, func() { cancel(fmt.Errorf("no data for %s", tapIdleTimeout)) })
@@ -182,7 +210,7 @@ func tapOnce(ctx context.Context, client *nethttp.Client, base string, o tapOpti
 				printTapEvent(out, data.String(), o)
 				data.Reset()
 				if err := out.Flush(); err != nil {
-					return tapFatal{fmt.Errorf("tap: write: %w", err)}
+					return true, tapFatal{fmt.Errorf("tap: write: %w", err)}
 				}
 			}
 		case strings.HasPrefix(line, ": chronos event tap"):
@@ -197,12 +225,12 @@ func tapOnce(ctx context.Context, client *nethttp.Client, base string, o tapOpti
 		// heartbeats.
 	}
 	if err := context.Cause(ctx); err != nil {
-		return err
+		return true, err
 	}
 	if err := sc.Err(); err != nil {
-		return err
+		return true, err
 	}
-	return errors.New("stream closed by the instance")
+	return true, errors.New("stream closed by the instance")
 }
 
 // printTapEvent prints one event: raw with --json, else one human line.

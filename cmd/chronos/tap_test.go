@@ -44,10 +44,10 @@ func TestTapReconnects(t *testing.T) {
 	go func() {
 		done <- tap(ctx, tapOptions{urls: []string{srv.URL}, key: "k", job: "3", typ: "run."}, out, errOut)
 	}()
-	out.wait(t, ` run.attempted +job=3 run=11 attempt=1 succeeded http=204 1\.5ms @i1$`, 5*time.Second)
-	errOut.wait(t, `connected to .* \(instance i1\)`, time.Second)
-	errOut.wait(t, `stream closed by the instance; reconnecting in 250ms`, 5*time.Second)
-	out.wait(t, ` run=12 .*@i2$`, 5*time.Second)
+	out.wait(t, ` run.attempted +job=3 run=11 attempt=1 succeeded http=204 1\.5ms @i1$`, 20*time.Second)
+	errOut.wait(t, `connected to .* \(instance i1\)`, 10*time.Second)
+	errOut.wait(t, `stream closed by the instance; reconnecting in 250ms`, 20*time.Second)
+	out.wait(t, ` run=12 .*@i2$`, 20*time.Second)
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("tap returned %v after cancel, want nil", err)
@@ -82,5 +82,43 @@ func TestFormatEvent(t *testing.T) {
 	}
 	if got := formatEvent(chronos.Event{Type: chronos.EventAttempted, Status: chronos.StatusSucceeded, Time: at}, true); !strings.Contains(got, ansiGreen+"succeeded"+ansiReset) {
 		t.Errorf("colour: %q", got)
+	}
+}
+
+// An unreachable URL is given up on after --give-up, with exit code 1.
+func TestTapGivesUp(t *testing.T) {
+	t.Parallel()
+	began := time.Now()
+	code, _, errOut := runCmd(t, nil, "tap", "--url", "http://127.0.0.1:1", "--give-up", "500ms")
+	if code != 1 || !strings.Contains(errOut, "no instance answered for 500ms") {
+		t.Fatalf("exit %d, stderr %q; want 1 and a give-up message", code, errOut)
+	}
+	if took := time.Since(began); took < 500*time.Millisecond || took > 20*time.Second {
+		t.Fatalf("gave up after %s, want about 500ms", took)
+	}
+	// An instance that only answers 503 is no better.
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		w.WriteHeader(nethttp.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	if code, _, errOut := runCmd(t, nil, "tap", "--url", srv.URL, "--give-up", "300ms"); code != 1 || !strings.Contains(errOut, "503") {
+		t.Fatalf("503 instance: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// --job is checked before connecting.
+func TestTapChecksJobFirst(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) { hits.Add(1) }))
+	defer srv.Close()
+	for _, job := range []string{"abc", "3,x", "-1", "0", "3,"} {
+		code, _, errOut := runCmd(t, nil, "tap", "--url", srv.URL, "--job", job)
+		if code != 2 || !strings.Contains(errOut, "invalid --job") {
+			t.Errorf("--job %q: exit %d, stderr %q; want 2", job, code, errOut)
+		}
+	}
+	if hits.Load() != 0 {
+		t.Errorf("the tap connected %d times despite a bad --job", hits.Load())
 	}
 }

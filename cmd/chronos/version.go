@@ -7,8 +7,14 @@ import (
 	"runtime/debug"
 )
 
-// version is set at build time: go build -ldflags "-X main.version=v1.2.3".
-var version = "dev"
+// version and commit are stamped at build time (`make build`, the
+// Dockerfile): go build -ldflags "-X main.version=v1.2.3 -X main.commit=<sha>".
+// The commit is stamped rather than read from Go's VCS build info because
+// container and CI builds often run without .git or with -buildvcs=false.
+var (
+	version = "dev"
+	commit  = ""
+)
 
 func init() {
 	register(&command{name: "version", summary: "print the version", run: runVersion})
@@ -23,11 +29,13 @@ func runVersion(_ context.Context, args []string, env *environ) error {
 	return nil
 }
 
-// versionString is "chronos <version> (<revision>[-dirty], <go version>)".
+// versionString is "chronos <version> (<revision>[-dirty], <go version>)":
+// the stamped commit, else the VCS revision Go recorded, else "unknown
+// revision".
 func versionString() string {
-	rev := ""
+	rev := commit
 	dirty := false
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	if bi, ok := debug.ReadBuildInfo(); ok && rev == "" {
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":

@@ -37,7 +37,7 @@ func newAPIServer(t testing.TB) *apiServer {
 	t.Helper()
 	a := &apiServer{t: t, DB: sqltest.New(t), Bus: bus.New(), Probe: &apitest.Probe{}}
 	a.Probe.Connected.Store(true)
-	a.Server = chttp.NewServer(chttp.Config{Instance: "ticket", APIKeys: []string{apiKey}}, a.DB, a.Bus, a.Probe,
+	a.Server = chttp.NewServer(chttp.Config{Instance: "ticket", APIKeys: []string{apiKey}, TargetPolicy: chronos.TargetPolicy{AllowPrivate: true}}, a.DB, a.Bus, a.Probe,
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ts := httptest.NewServer(a.Server.Handler())
 	t.Cleanup(ts.Close)

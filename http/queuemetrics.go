@@ -1,0 +1,107 @@
+package http
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chronoshq/chronos/sql"
+)
+
+// queueReadTimeout bounds the scrape-time read of the queue stats, so an
+// unreachable database makes /metrics lose those gauges, not hang.
+const queueReadTimeout = time.Second
+
+// WorkProbe is implemented by a Probe that also knows the instance's
+// workers (the reactor); /metrics then exports chronos_runs_in_flight and
+// chronos_worker_slots.
+type WorkProbe interface {
+	// InFlight is how many runs this instance's workers hold now.
+	InFlight() int
+	// WorkerSlots is WORKER_CONCURRENCY.
+	WorkerSlots() int
+}
+
+// workMetrics are the per-instance worker gauges, when probe knows them.
+func workMetrics(probe Probe) []prometheus.Collector {
+	w, ok := probe.(WorkProbe)
+	if !ok {
+		return nil
+	}
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_runs_in_flight",
+			Help: "Runs this instance's workers hold right now (claimed, not yet handed back)."},
+			func() float64 { return float64(w.InFlight()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_worker_slots",
+			Help: "WORKER_CONCURRENCY: the most runs this instance holds at once."},
+			func() float64 { return float64(w.WorkerSlots()) }),
+	}
+}
+
+// queueCollector exports the cluster-wide queue gauges that the leader
+// computes every few seconds (reactor/queuestats.go) and stores in the
+// queue_stats row: every instance reads that row at scrape time with one
+// primary-key lookup, so every instance exports the same values and none
+// counts runs itself. Aggregate them with max(), not sum().
+type queueCollector struct {
+	db     *sql.DB
+	log    *slog.Logger
+	runs   *prometheus.Desc
+	due    *prometheus.Desc
+	oldest *prometheus.Desc
+	age    *prometheus.Desc
+}
+
+func newQueueCollector(db *sql.DB, log *slog.Logger) *queueCollector {
+	return &queueCollector{
+		db:  db,
+		log: log,
+		runs: prometheus.NewDesc("chronos_queue_runs",
+			"Runs in each active status (pending, leased, running), cluster-wide, as the leader last counted them.",
+			[]string{"status"}, nil),
+		due: prometheus.NewDesc("chronos_queue_due_runs",
+			"Pending runs whose available_at has passed (claimable now), cluster-wide, as the leader last counted them.",
+			nil, nil),
+		oldest: prometheus.NewDesc("chronos_queue_oldest_pending_seconds",
+			"How long the oldest due pending run had waited past its available_at when the leader last looked; 0 when none was due.",
+			nil, nil),
+		age: prometheus.NewDesc("chronos_queue_stats_age_seconds",
+			"Seconds since the leader last computed the chronos_queue_* gauges (database clock); growing means no leader is counting.",
+			nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.runs
+	ch <- c.due
+	ch <- c.oldest
+	ch <- c.age
+}
+
+// Collect implements prometheus.Collector. With no stats stored yet, or
+// the database unreachable, it exports none of its gauges: an absent
+// series, not a misleading zero.
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.db == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), queueReadTimeout)
+	defer cancel()
+	s, ok, err := c.db.QueueStats(ctx)
+	if err != nil {
+		c.log.Debug("metrics: read queue stats", slog.String("error", err.Error()))
+		return
+	}
+	if !ok {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.runs, prometheus.GaugeValue, float64(s.Pending), "pending")
+	ch <- prometheus.MustNewConstMetric(c.runs, prometheus.GaugeValue, float64(s.Leased), "leased")
+	ch <- prometheus.MustNewConstMetric(c.runs, prometheus.GaugeValue, float64(s.Running), "running")
+	ch <- prometheus.MustNewConstMetric(c.due, prometheus.GaugeValue, float64(s.Due))
+	ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, s.OldestDue.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, s.Age.Seconds())
+}
