@@ -34,8 +34,8 @@ import (
 // fields (minute hour day month weekday), an optional leading seconds
 // field (6 fields), an optional trailing year (7 fields, or 6 when the
 // last is a 4-digit year), the macros (@yearly, @annually, @monthly,
-// @weekly, @daily, @hourly and gronx's others), names (JAN, MON), and L,
-// W, #. It does not ask whether the expression fires (again): a stored
+// @weekly, @daily, @midnight, @hourly and gronx's others), names (JAN,
+// MON), L, L-n, LW, W, #, and "@every <duration>". It does not ask whether the expression fires (again): a stored
 // schedule that has ended is still well-formed.
 func ValidateCronSyntax(expr string) error {
 	_, err := parseCron(expr)

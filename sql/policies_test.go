@@ -339,3 +339,33 @@ func TestJitterDelaysAvailability(t *testing.T) {
 		t.Fatalf("jitter took %d distinct values over 11 occurrences", len(spread))
 	}
 }
+
+// misfire all keeps the runs created ahead before the gap (they run, once
+// the claim releases them) and adds a flagged run for each occurrence
+// missed after them.
+func TestMisfireAllKeepsRunsCreatedAhead(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := cronJob("* * * * * *")
+	j.Misfire = chronos.MisfireAll
+	mustCreate(t, db, j)
+	t0 := dbNow(t, db).Truncate(time.Second).Add(time.Minute)
+	setNextRunAt(t, db, j.ID, ptr(t0))
+	if res, err := db.Materialize(ctx, t0.Add(-500*time.Millisecond), 2*time.Second, 10); err != nil || res.Created != 2 {
+		t.Fatalf("created ahead: %+v %v", res, err)
+	}
+	res, err := db.Materialize(ctx, t0.Add(5*time.Second+300*time.Millisecond), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := scheduledRuns(t, db, j.ID)
+	if len(runs) != 6 || len(res.CatchUps) != 0 || len(res.Missed) != 0 {
+		t.Fatalf("%d runs (want t0..t0+5), catch-ups %v, missed %v", len(runs), res.CatchUps, res.Missed)
+	}
+	for i, r := range runs {
+		if want := t0.Add(time.Duration(i) * time.Second); !r.ScheduledAt.Equal(want) || r.CatchUp != (i >= 2) {
+			t.Fatalf("run %d at %v catch_up %v, want %v", i, r.ScheduledAt, r.CatchUp, want)
+		}
+	}
+}
