@@ -304,8 +304,9 @@ func countStale(ctx context.Context, tx pgx.Tx, jobs []int64, now time.Time, sta
 // expiredSQL marks missed up to $2 pending scheduled runs, never
 // attempted, of jobs with a starting deadline, that were not claimed
 // within it (measured from available_at, the jittered instant; the claim
-// refuses them already, see claimSQL). The scan walks the claimable index
-// over the runs due for over a second: a backlog, not the jobs defined.
+// refuses them already, see claimSQL). The planner starts from whichever
+// is smaller: the jobs with a deadline (jobs_deadline_idx; none, usually)
+// or the runs due for over a second (the claimable index: a backlog).
 const expiredSQL = `
 	UPDATE job_runs r
 	   SET status = 'missed', finished_at = $1, last_error = 'missed: not started within starting_deadline_seconds'
@@ -313,7 +314,7 @@ const expiredSQL = `
 	         WHERE r.status = 'pending' AND r.available_at < $1::timestamptz - interval '1 second'
 	           AND r.trigger = 'schedule' AND r.attempt_count = 0 AND j.starting_deadline_seconds IS NOT NULL
 	           AND r.available_at + j.starting_deadline_seconds * interval '1 second' < $1
-	         ORDER BY r.available_at LIMIT $2
+	         LIMIT $2
 	           FOR UPDATE OF r SKIP LOCKED) x
 	 WHERE r.id = x.id
 	RETURNING r.job_id`

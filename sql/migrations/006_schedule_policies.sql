@@ -24,6 +24,10 @@ ALTER TABLE job_runs DROP CONSTRAINT job_runs_status_check;
 ALTER TABLE job_runs ADD CONSTRAINT job_runs_status_check
     CHECK (status IN ('pending', 'leased', 'running', 'succeeded', 'dead', 'missed'));
 
+-- The leader's sweep for runs past their starting deadline (expiredSQL)
+-- starts from the few jobs that have one, when they are few.
+CREATE INDEX jobs_deadline_idx ON jobs (id) WHERE starting_deadline_seconds IS NOT NULL;
+
 -- The pruner: missed runs are terminal too.
 DROP INDEX job_runs_prunable_idx;
 CREATE INDEX job_runs_prunable_idx ON job_runs (finished_at) WHERE status IN ('succeeded', 'dead', 'missed');
