@@ -54,11 +54,25 @@ type cronSpec struct {
 	intersect bool
 	years     []yearRange // nil: every year
 	lastYear  int
+	// repeatHour: the hour field is a wildcard or a step, so the
+	// expression fires at each real hour, both passes of a repeated
+	// (fall-back) hour included; fixed hours fire once (see schedule.go).
+	repeatHour bool
+	// every is the interval of "@every <duration>" (then no other field
+	// is used): occurrences are anchor + k·every in real time.
+	every time.Duration
+	// segs are the 7 fields as gronx normalized them (seconds first, names
+	// as numbers), for Describe.
+	segs []string
 }
 
-// dayRule is an L, W or # offset of the day-of-month or weekday field.
+// dayRule is an L, L-n, LW, W or # offset of the day-of-month or weekday
+// field.
 type dayRule struct {
-	kind byte // 'L' last day, 'W' nearest weekday, 'l' last weekday n, '#' nth weekday
+	// 'L' n days before the last day (L is L-0), 'w' last weekday (Mon-Fri)
+	// of the month (LW), 'W' weekday nearest day n, 'l' last weekday n,
+	// '#' k-th weekday n
+	kind byte
 	n, k int
 }
 
@@ -66,7 +80,7 @@ type yearRange struct{ start, end, step int }
 
 var (
 	cronPartRe = regexp.MustCompile(`^(\?|(\*|\d{1,4}|\d{1,4}-\d{1,4})(/\d{1,4})?)$`)
-	domModRe   = regexp.MustCompile(`^(L|(\d{1,2})W)$`)
+	domModRe   = regexp.MustCompile(`^(L|LW|L-(\d{1,2})|(\d{1,2})W)$`)
 	dowModRe   = regexp.MustCompile(`^(\d)(L|#(\d))$`)
 )
 
@@ -102,14 +116,21 @@ func compileCron(expr string) (*cronSpec, error) {
 	if len(expr) > maxCronLength {
 		return nil, fmt.Errorf("cron expression is longer than %d bytes", maxCronLength)
 	}
+	fields := strings.Fields(expr)
+	if len(fields) > 0 && strings.EqualFold(fields[0], "@every") {
+		return compileEvery(fields)
+	}
+	if len(fields) == 1 && strings.EqualFold(fields[0], "@midnight") {
+		expr = "0 0 * * *"
+	}
 	segs, err := gronx.Segments(expr)
 	if err != nil {
-		return nil, fmt.Errorf("cron expression must have 5 fields (minute hour day month weekday), 6 with leading seconds, or 7 with a trailing year, or be a macro such as @daily")
+		return nil, errCronShape
 	}
 	for len(segs) < 7 {
 		segs = append(segs, "*")
 	}
-	c := &cronSpec{lastYear: cronMaxYear}
+	c := &cronSpec{lastYear: cronMaxYear, segs: segs}
 	names := [7]string{"second", "minute", "hour", "day-of-month", "month", "weekday", "year"}
 	for pos, seg := range segs {
 		if err := c.addSegment(pos, seg); err != nil {
@@ -119,7 +140,47 @@ func compileCron(expr string) (*cronSpec, error) {
 	c.domAny = segs[3] == "*" || segs[3] == "?"
 	c.dowAny = segs[5] == "*" || segs[5] == "?"
 	c.intersect = strings.HasPrefix(segs[5], "*/") || strings.HasPrefix(segs[3], "*") || segs[3] == "?"
+	c.repeatHour = segs[2] == "*" || strings.Contains(segs[2], "/")
 	return c, nil
+}
+
+// errCronShape says what is supported.
+var errCronShape = errors.New("cron expression must have 5 fields (minute hour day month weekday), " +
+	"6 with leading seconds, or 7 with a trailing year, or be a macro (@yearly, @monthly, @weekly, @daily, " +
+	"@midnight, @hourly) or @every <duration> (e.g. @every 90s)")
+
+// Bounds of an "@every" interval.
+const (
+	minEvery = time.Second
+	maxEvery = 366 * 24 * time.Hour
+)
+
+// compileEvery parses "@every <duration>" (Go duration syntax, whole
+// seconds, 1s to 8784h).
+func compileEvery(fields []string) (*cronSpec, error) {
+	if len(fields) != 2 {
+		return nil, fmt.Errorf("@every takes one duration, e.g. @every 90s or @every 1h30m")
+	}
+	d, err := time.ParseDuration(fields[1])
+	if err != nil {
+		return nil, fmt.Errorf("@every %q: not a duration (e.g. 90s, 15m, 1h30m)", fields[1])
+	}
+	if d < minEvery || d > maxEvery || d%time.Second != 0 {
+		return nil, fmt.Errorf("@every %s: the interval must be whole seconds between %v and %v", fields[1], minEvery, maxEvery)
+	}
+	return &cronSpec{every: d, lastYear: cronMaxYear}, nil
+}
+
+// nextEvery returns the first instant anchor + k·every (k >= 0) strictly
+// after `after`.
+func (c *cronSpec) nextEvery(anchor, after time.Time) (time.Time, bool) {
+	a, step := anchor.Unix(), int64(c.every/time.Second)
+	t := a
+	if !after.Before(anchor) {
+		t = a + ((after.Unix()-a)/step+1)*step
+	}
+	out := time.Unix(t, 0).UTC()
+	return out, out.Year() <= cronMaxYear
 }
 
 // fieldRef returns, for a field position and a value, a time whose field has that
@@ -154,8 +215,17 @@ func (c *cronSpec) addSegment(pos int, seg string) error {
 		if pos == 3 {
 			if m := domModRe.FindStringSubmatch(part); m != nil {
 				r := dayRule{kind: 'L'}
-				if m[2] != "" {
+				switch {
+				case m[1] == "LW":
+					r = dayRule{kind: 'w'}
+				case m[2] != "":
 					n, _ := strconv.Atoi(m[2])
+					if n < 1 || n > 30 {
+						return fmt.Errorf("%q: L-n takes n from 1 to 30", part)
+					}
+					r = dayRule{kind: 'L', n: n}
+				case m[3] != "":
+					n, _ := strconv.Atoi(m[3])
 					if n < 1 || n > 31 {
 						return fmt.Errorf("%q: day must be 1-31", part)
 					}
@@ -305,7 +375,19 @@ func (c *cronSpec) dayDue(y int, m time.Month, d, last int, wd time.Weekday) boo
 func (r dayRule) match(y int, m time.Month, d, last int, wd time.Weekday) bool {
 	switch r.kind {
 	case 'L':
-		return d == last
+		return d == last-r.n
+	case 'w':
+		// The last Monday-to-Friday of the month: the last day, or the
+		// Friday before a weekend that ends the month.
+		lastWD := time.Weekday((int(wd) + last - d) % 7)
+		want := last
+		switch lastWD {
+		case time.Saturday:
+			want = last - 1
+		case time.Sunday:
+			want = last - 2
+		}
+		return d == want
 	case 'W':
 		// The weekday nearest to day n, never crossing the month (gronx's
 		// order: n, n-1, n+1, n-2, n+2); a month without day n never matches.

@@ -34,8 +34,9 @@ const (
 	EventLeaseLost EventType = "run.lease_lost"
 	// EventMaterialized: the materializer created Count runs.
 	EventMaterialized EventType = "materializer.materialized"
-	// EventSkipped: the materializer skipped Count occurrences of JobID;
-	// Op is the reason (SkipOverlap).
+	// EventSkipped: the materializer skipped Count occurrences of JobID,
+	// or marked Count of its runs missed; Op is the reason (SkipOverlap,
+	// SkipExcluded, SkipMisfire, SkipDeadline).
 	EventSkipped EventType = "materializer.skipped"
 	// EventCaughtUp: after a gap, the materializer created one catch-up
 	// run of JobID for the occurrences missed, at ScheduledAt; Count is how
@@ -54,7 +55,21 @@ const (
 	// SkipOverlap: the job's overlap policy (skip, queue_one) held the
 	// occurrence back while another run was active or waiting.
 	SkipOverlap = "overlap"
+	// SkipExcluded: the occurrence fell in one of the job's exclude date
+	// ranges.
+	SkipExcluded = "excluded"
+	// SkipMisfire: missed in a gap (the cluster was down or had no
+	// leader) and not run, by the job's misfire policy (none; or all,
+	// past its MaxMisfireRuns latest).
+	SkipMisfire = "misfire"
+	// SkipDeadline: the occurrence could not start within the job's
+	// starting_deadline_seconds; a run created for it is "missed".
+	SkipDeadline = "deadline"
 )
+
+// SkipReasons are the reasons of EventSkipped, each a label value of
+// chronos_occurrences_skipped_total.
+var SkipReasons = []string{SkipOverlap, SkipExcluded, SkipMisfire, SkipDeadline}
 
 // Event is what travels on the bus and out of the event tap. Fields that do
 // not apply to a type are zero and omitted on the wire.

@@ -35,6 +35,15 @@ type Job struct {
 	NextRunAt          *time.Time        `json:"next_run_at"`
 	CreatedAt          time.Time         `json:"created_at"`
 	UpdatedAt          time.Time         `json:"updated_at"`
+
+	// Scheduling policies (see policy_schedule.go and timetable.go).
+	StartsAt                *time.Time    `json:"starts_at"`                 // cron jobs: no occurrence before
+	EndsAt                  *time.Time    `json:"ends_at"`                   // cron jobs: no occurrence after
+	Misfire                 MisfirePolicy `json:"misfire"`                   // one (default), none, all
+	StartingDeadlineSeconds *int          `json:"starting_deadline_seconds"` // null: no deadline
+	JitterSeconds           int           `json:"jitter_seconds"`            // 0: none
+	Exclude                 []DateRange   `json:"exclude"`                   // cron jobs: dates that never fire
+	State                   JobState      `json:"state"`                     // derived: scheduled, paused, finished
 }
 
 // Defaults and limits of job fields.
@@ -110,6 +119,7 @@ func (j *Job) ApplyDefaults() {
 	if j.Overlap == "" {
 		j.Overlap = OverlapAllow
 	}
+	j.applyPolicyDefaults()
 }
 
 var allowedMethods = map[string]bool{
@@ -198,6 +208,7 @@ func (j *Job) Validate() error {
 	if !j.Overlap.Valid() {
 		f["overlap"] = "must be allow, skip or queue_one"
 	}
+	j.validatePolicies(f)
 	if len(f) > 0 {
 		return InvalidFields(f)
 	}
@@ -220,7 +231,7 @@ func (j *Job) ValidateSchedule(now time.Time) error {
 		}
 		return InvalidFields(map[string]string{"cron_expr": err.Error()})
 	}
-	return nil
+	return j.validateWindow(now) // ends_at, exclude
 }
 
 // CronExprChanged reports whether an update gave a job a new cron

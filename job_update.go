@@ -28,6 +28,12 @@ type JobUpdate struct {
 	Overlap            Opt[OverlapPolicy]     `json:"overlap"`
 	Enabled            Opt[bool]              `json:"enabled"`
 
+	StartsAt                Opt[time.Time]     `json:"starts_at"`
+	EndsAt                  Opt[time.Time]     `json:"ends_at"`
+	Misfire                 Opt[MisfirePolicy] `json:"misfire"`
+	StartingDeadlineSeconds Opt[int]           `json:"starting_deadline_seconds"`
+	JitterSeconds           Opt[int]           `json:"jitter_seconds"`
+	Exclude                 Opt[[]DateRange]   `json:"exclude"`
 	// GenerateSigningSecret, at create only, gives the job its own signing
 	// secret, shown once in the response. Apply ignores it.
 	GenerateSigningSecret Opt[bool] `json:"generate_signing_secret"`
@@ -133,10 +139,53 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 		}
 		j.Enabled = u.Enabled.Value
 	}
+	u.applyPolicies(j)
 	if len(f) > 0 {
 		return false, InvalidFields(f)
 	}
 	return rescheduled, nil
+}
+
+// applyPolicies applies the scheduling policy fields. null clears
+// starts_at, ends_at, starting_deadline_seconds and exclude, and resets
+// misfire and jitter_seconds to their defaults.
+func (u *JobUpdate) applyPolicies(j *Job) {
+	setTime := func(o Opt[time.Time], dst **time.Time) {
+		if o.Set {
+			*dst = nil
+			if !o.Null {
+				v := o.Value.UTC()
+				*dst = &v
+			}
+		}
+	}
+	setTime(u.StartsAt, &j.StartsAt)
+	setTime(u.EndsAt, &j.EndsAt)
+	if u.Misfire.Set {
+		j.Misfire = MisfireOne
+		if !u.Misfire.Null {
+			j.Misfire = u.Misfire.Value
+		}
+	}
+	if u.StartingDeadlineSeconds.Set {
+		j.StartingDeadlineSeconds = nil
+		if !u.StartingDeadlineSeconds.Null {
+			v := u.StartingDeadlineSeconds.Value
+			j.StartingDeadlineSeconds = &v
+		}
+	}
+	if u.JitterSeconds.Set {
+		j.JitterSeconds = 0
+		if !u.JitterSeconds.Null {
+			j.JitterSeconds = u.JitterSeconds.Value
+		}
+	}
+	if u.Exclude.Set {
+		j.Exclude = []DateRange{}
+		if !u.Exclude.Null && u.Exclude.Value != nil {
+			j.Exclude = u.Exclude.Value
+		}
+	}
 }
 
 // keepRedacted restores, in j's new headers, the stored value of every

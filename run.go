@@ -6,6 +6,7 @@ import "time"
 //
 //	pending --claim--> leased --start--> running --2xx--> succeeded
 //	pending <--retry / lease expired-- leased|running --exhausted--> dead
+//	pending --starting deadline passed--> missed
 type RunStatus string
 
 // Run statuses.
@@ -15,12 +16,15 @@ const (
 	StatusRunning   RunStatus = "running"
 	StatusSucceeded RunStatus = "succeeded"
 	StatusDead      RunStatus = "dead"
+	// StatusMissed: a scheduled run that could not start within its job's
+	// starting_deadline_seconds; it was never attempted.
+	StatusMissed RunStatus = "missed"
 )
 
 // Valid reports whether s is a known status.
 func (s RunStatus) Valid() bool {
 	switch s {
-	case StatusPending, StatusLeased, StatusRunning, StatusSucceeded, StatusDead:
+	case StatusPending, StatusLeased, StatusRunning, StatusSucceeded, StatusDead, StatusMissed:
 		return true
 	}
 	return false
@@ -33,7 +37,9 @@ func (s RunStatus) Active() bool {
 
 // Terminal reports whether a run in status s will never change again (short
 // of a redrive).
-func (s RunStatus) Terminal() bool { return s == StatusSucceeded || s == StatusDead }
+func (s RunStatus) Terminal() bool {
+	return s == StatusSucceeded || s == StatusDead || s == StatusMissed
+}
 
 // Trigger says why a run exists.
 type Trigger string
@@ -64,7 +70,10 @@ type Run struct {
 	LastError      *string    `json:"last_error"`
 	LastStatusCode *int       `json:"last_status_code"`
 	CreatedAt      time.Time  `json:"created_at"`
-	Attempts       []Attempt  `json:"attempts,omitempty"`
+	// FireAt is, for a scheduled run, ScheduledAt (the nominal instant)
+	// plus the job's jitter: when its first attempt was due.
+	FireAt   *time.Time `json:"fire_at,omitempty"`
+	Attempts []Attempt  `json:"attempts,omitempty"`
 }
 
 // Attempt is the record of one delivery attempt of a run.

@@ -1,7 +1,6 @@
 package chronos
 
 import (
-	"errors"
 	"fmt"
 	"time"
 )
@@ -17,12 +16,16 @@ import (
 //     one gap maps to that same instant, so "*/15 * * * *" fires once at
 //     03:00 for 02:00, 02:15, 02:30, 02:45 and 03:00 together.
 //   - A wall time that happens twice (fall back: 01:30 on 2026-11-01 in
-//     America/New_York) fires once, at its first occurrence (01:30 EDT).
-//     This holds for every field: a wall time fires once, so the repeated
-//     hour's wall times fire only in the first pass and "*/15 * * * *" goes
-//     from 01:45 EDT to 02:00 EST, 75 minutes later. The next occurrence
+//     America/New_York) follows the traditional cron daemon: an expression
+//     whose hour field is a wildcard or a step ("*", "*/2") fires at each
+//     real hour, so in both passes of the repeated hour ("30 * * * *": 01:30
+//     EDT and 01:30 EST; "*/15 * * * *" every 15 real minutes through the
+//     night); one with fixed hours ("30 1 * * *", "0 9-17 * * *") fires
+//     once, at the first occurrence (01:30 EDT), and the next occurrence
 //     after an instant in the second pass is never a wall time that already
 //     fired in the first.
+//   - "@every <duration>" is a fixed interval of real time from an anchor
+//     (see Schedule); time zones and DST do not apply to it.
 //
 // Occurrences are always strictly after the reference instant, in whole
 // seconds.
@@ -31,8 +34,8 @@ import (
 // fields (minute hour day month weekday), an optional leading seconds
 // field (6 fields), an optional trailing year (7 fields, or 6 when the
 // last is a 4-digit year), the macros (@yearly, @annually, @monthly,
-// @weekly, @daily, @hourly and gronx's others), names (JAN, MON), and L,
-// W, #. It does not ask whether the expression fires (again): a stored
+// @weekly, @daily, @midnight, @hourly and gronx's others), names (JAN,
+// MON), L, L-n, LW, W, #, and "@every <duration>". It does not ask whether the expression fires (again): a stored
 // schedule that has ended is still well-formed.
 func ValidateCronSyntax(expr string) error {
 	_, err := parseCron(expr)
@@ -49,6 +52,9 @@ func ValidateCron(expr string) error {
 	if err != nil {
 		return err
 	}
+	if c.every > 0 {
+		return nil // a fixed interval always fires again
+	}
 	if _, ok := c.nextWall(time.Now().UTC().Truncate(time.Second)); !ok {
 		return ErrNeverFires
 	}
@@ -58,7 +64,8 @@ func ValidateCron(expr string) error {
 // NextOccurrence returns the first occurrence of expr strictly after
 // `after`, evaluated on the wall clock of loc (nil is UTC), in UTC, with
 // the DST rules above. An invalid expression, or one without a further
-// occurrence, is an error.
+// occurrence, is an error. "@every" intervals count from the Unix epoch
+// here; a job's are anchored to its creation or starts_at (Schedule).
 func NextOccurrence(expr string, loc *time.Location, after time.Time) (time.Time, error) {
 	c, err := parseCron(expr)
 	if err != nil {
@@ -67,6 +74,12 @@ func NextOccurrence(expr string, loc *time.Location, after time.Time) (time.Time
 	if loc == nil {
 		loc = time.UTC
 	}
+	if c.every > 0 {
+		if t, ok := c.nextEvery(time.Unix(0, 0), after); ok {
+			return t, nil
+		}
+		return time.Time{}, fmt.Errorf("next occurrence of %q: %w", expr, ErrNeverFires)
+	}
 	t, err := c.nextAfter(loc, after)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("next occurrence of %q in %s: %w", expr, loc, err)
@@ -74,7 +87,56 @@ func NextOccurrence(expr string, loc *time.Location, after time.Time) (time.Time
 	return t, nil
 }
 
+// nextAfter is the next occurrence after `after` under the DST rules above:
+// the first pass of every due wall time, and, for an expression whose hour
+// field repeats, the second pass of a repeated stretch too.
 func (c *cronSpec) nextAfter(loc *time.Location, after time.Time) (time.Time, error) {
+	t, err := c.nextFirstPass(loc, after)
+	if err != nil || !c.repeatHour {
+		return t, err
+	}
+	if r, ok := c.nextSecondPass(loc, after, t); ok {
+		return r, nil
+	}
+	return t, nil
+}
+
+// nextSecondPass returns the first due wall time in the second pass of a
+// repeated (fall-back) stretch whose instant is after `after` and before
+// limit, if any. It walks the zone periods from the one holding `after`
+// up to limit; a period that starts with a backward transition opens a
+// second pass over the wall times [start+off, start+prevOff).
+func (c *cronSpec) nextSecondPass(loc *time.Location, after, limit time.Time) (time.Time, bool) {
+	p := after.In(loc)
+	for range 32 {
+		start, end := p.ZoneBounds()
+		_, off := p.Zone()
+		if !start.IsZero() {
+			_, prevOff := start.Add(-time.Second).In(loc).Zone()
+			if back := prevOff - off; back > 0 && after.Before(start.Add(time.Duration(back)*time.Second)) {
+				from := time.Unix(start.Unix()+int64(off), 0).UTC() // first wall time of the second pass
+				if w := wallClock(after.In(loc)).Truncate(time.Second).Add(time.Second); !start.After(after) && w.After(from) {
+					from = w
+				}
+				stop := time.Unix(start.Unix()+int64(prevOff), 0).UTC()
+				if w, ok := c.nextWall(from); ok && w.Before(stop) {
+					t := time.Unix(w.Unix()-int64(off), 0).UTC()
+					if t.After(after) && t.Before(limit) {
+						return t, true
+					}
+				}
+			}
+		}
+		if end.IsZero() || !end.Before(limit) || !end.After(p) {
+			return time.Time{}, false
+		}
+		p = end.In(loc)
+	}
+	return time.Time{}, false
+}
+
+// nextFirstPass is the first occurrence of a due wall time after `after`.
+func (c *cronSpec) nextFirstPass(loc *time.Location, after time.Time) (time.Time, error) {
 	wall := wallClock(after.In(loc))
 	// Each round moves forward in wall time; more than two rounds only
 	// happen in a zone with several transitions within a day.
@@ -154,20 +216,22 @@ func resolveWall(w time.Time, loc *time.Location) (time.Time, time.Time) {
 	return time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), 0, loc), time.Time{}
 }
 
-// NextRun returns the job's next occurrence strictly after `after`: the
-// cron schedule's next tick, or run_at for a one-shot whose time has not
-// been materialized yet. It is nil when there is none, including for a
-// cron schedule that has ended (whether a new schedule may end before it
-// starts is ValidateSchedule's question). An error is a stored expression
-// that does not parse.
+// NextRun returns the job's next occurrence strictly after `after`: its
+// Schedule's next (time zone, DST, starts_at/ends_at and exclusions
+// applied), or run_at for a one-shot whose time has not been materialized
+// yet. It is nil when there is none, including for a cron schedule that
+// has ended or is past its ends_at (the job is finished; whether a new
+// schedule may end before it starts is ValidateSchedule's question). An
+// error is a stored schedule that does not build.
 func (j *Job) NextRun(after time.Time) (*time.Time, error) {
 	if j.CronExpr != nil {
-		t, err := NextOccurrence(*j.CronExpr, j.Location(), after)
-		if errors.Is(err, ErrNeverFires) {
-			return nil, nil
-		}
+		s, err := j.Schedule()
 		if err != nil {
 			return nil, err
+		}
+		t, ok := s.Next(after)
+		if !ok {
+			return nil, nil
 		}
 		return &t, nil
 	}
@@ -176,4 +240,23 @@ func (j *Job) NextRun(after time.Time) (*time.Time, error) {
 		return &t, nil
 	}
 	return nil, nil
+}
+
+// validateWindow is ValidateSchedule's question for the policy fields: a
+// cron job whose expression fires again but whose ends_at or exclusions
+// leave it no occurrence after now is an EINVALID naming that field.
+func (j *Job) validateWindow(now time.Time) error {
+	if j.CronExpr == nil {
+		return nil
+	}
+	if next, err := j.NextRun(now); err != nil || next != nil {
+		return err
+	}
+	if j.EndsAt != nil {
+		return InvalidFields(map[string]string{"ends_at": "the schedule has no occurrence before ends_at"})
+	}
+	if len(j.Exclude) > 0 {
+		return InvalidFields(map[string]string{"exclude": "every further occurrence is excluded"})
+	}
+	return nil
 }

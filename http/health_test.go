@@ -89,9 +89,15 @@ func TestMetrics(t *testing.T) {
 		Trigger: chronos.TriggerManual, CreatedAt: &created, StartedAt: &now})
 	e.bus.Publish(chronos.Event{Type: chronos.EventClaimed, Count: 7})
 	e.bus.Publish(chronos.Event{Type: chronos.EventSkipped, JobID: 42, Count: 3, Op: chronos.SkipOverlap})
+	e.bus.Publish(chronos.Event{Type: chronos.EventSkipped, JobID: 42, Count: 24, Op: chronos.SkipExcluded})
+	e.bus.Publish(chronos.Event{Type: chronos.EventSkipped, JobID: 43, Count: 5, Op: chronos.SkipMisfire})
+	e.bus.Publish(chronos.Event{Type: chronos.EventSkipped, JobID: 44, Count: 1, Op: chronos.SkipDeadline})
 	e.bus.Publish(chronos.Event{Type: chronos.EventCaughtUp, JobID: 42, Count: 2})
 	want := []string{
 		`chronos_occurrences_skipped_total{reason="overlap"} 3`,
+		`chronos_occurrences_skipped_total{reason="excluded"} 24`,
+		`chronos_occurrences_skipped_total{reason="misfire"} 5`,
+		`chronos_occurrences_skipped_total{reason="deadline"} 1`,
 		`chronos_occurrences_caught_up_total 1`,
 		`chronos_runs_total{status="succeeded"} 1`,
 		`chronos_runs_total{status="dead"} 1`,

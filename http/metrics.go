@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	nethttp "net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -31,7 +32,8 @@ var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25
 //	chronos_schedule_lag_seconds               first-attempt start minus scheduled instant (trigger=schedule)
 //	chronos_trigger_to_start_seconds           first-attempt start minus run creation (trigger=manual)
 //	chronos_claim_batch_size                   runs per dispatcher claim
-//	chronos_occurrences_skipped_total{reason}  occurrences the leader skipped (reason: overlap)
+//	chronos_occurrences_skipped_total{reason}  occurrences the leader skipped or marked missed (reason: overlap,
+//	                                           excluded, misfire, deadline)
 //	chronos_occurrences_caught_up_total        catch-up runs the leader created after a gap
 //	chronos_bus_dropped_events_total           events lost by slow bus subscribers
 //	chronos_bus_published_events_total         events published on the bus
@@ -77,7 +79,9 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 		claimBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_claim_batch_size",
 			Help: "Runs claimed per dispatcher claim.", Buckets: []float64{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000}}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_occurrences_skipped_total",
-			Help: "Scheduled occurrences the leader skipped, by reason (overlap: the job's overlap policy held it back)."},
+			Help: "Scheduled occurrences not run, by reason (overlap: the job's overlap policy held it back; " +
+				"excluded: an excluded date; misfire: missed in a gap, by the misfire policy; " +
+				"deadline: not started within starting_deadline_seconds, the run is missed)."},
 			[]string{"reason"}),
 		caughtUp: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_occurrences_caught_up_total",
 			Help: "Catch-up runs the leader created, each standing for the occurrences a job missed in a gap."}),
@@ -108,7 +112,9 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 	for _, s := range []chronos.RunStatus{chronos.StatusSucceeded, chronos.StatusPending, chronos.StatusDead} {
 		m.runs.WithLabelValues(string(s))
 	}
-	m.skipped.WithLabelValues(chronos.SkipOverlap)
+	for _, reason := range chronos.SkipReasons {
+		m.skipped.WithLabelValues(reason)
+	}
 	return m
 }
 
@@ -173,7 +179,7 @@ func (m *metrics) observe(e chronos.Event) {
 		// The reason is one of a few constants, never a job's: the label
 		// set stays bounded.
 		reason := e.Op
-		if reason == "" {
+		if !slices.Contains(chronos.SkipReasons, reason) {
 			reason = chronos.SkipOverlap
 		}
 		m.skipped.WithLabelValues(reason).Add(float64(e.Count))

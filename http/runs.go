@@ -23,7 +23,7 @@ type runDetail struct {
 	Attempts []chronos.Attempt `json:"attempts"`
 }
 
-var runStatuses = []chronos.RunStatus{chronos.StatusPending, chronos.StatusLeased, chronos.StatusRunning, chronos.StatusSucceeded, chronos.StatusDead}
+var runStatuses = []chronos.RunStatus{chronos.StatusPending, chronos.StatusLeased, chronos.StatusRunning, chronos.StatusSucceeded, chronos.StatusDead, chronos.StatusMissed}
 
 // triggerJob is POST /v1/jobs/{id}/trigger: a manual run, available now.
 // The run goes onto the local bus right after the commit and before the

@@ -74,8 +74,9 @@ func (m *materializer) tick(ctx context.Context) {
 	}
 }
 
-// announce publishes, job by job, the occurrences skipped and the gaps
-// caught up, so the event tap can show them for one job and the metrics
+// announce publishes, job by job, the occurrences skipped (overlap) or
+// not run for another reason (excluded dates, misfire policy, starting
+// deadline: Op says which), and the gaps caught up, so the event tap can show them for one job and the metrics
 // can count them by reason.
 func (m *materializer) announce(res sql.MaterializeResult) {
 	r := m.r
@@ -83,6 +84,13 @@ func (m *materializer) announce(res sql.MaterializeResult) {
 		r.log.Debug("skipped occurrences", "job_id", id, "count", n, "reason", chronos.SkipOverlap)
 		r.bus.Publish(chronos.Event{Type: chronos.EventSkipped, Instance: r.cfg.Instance, JobID: id,
 			Count: n, Op: chronos.SkipOverlap})
+	}
+	for id, reasons := range res.Missed {
+		for reason, n := range reasons {
+			r.log.Debug("occurrences not run", "job_id", id, "count", n, "reason", reason)
+			r.bus.Publish(chronos.Event{Type: chronos.EventSkipped, Instance: r.cfg.Instance, JobID: id,
+				Count: n, Op: reason})
+		}
 	}
 	for _, c := range res.CatchUps {
 		at := c.At

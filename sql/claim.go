@@ -54,6 +54,10 @@ const fence = "id = $1 AND leased_by = $2 AND attempt_count = $3 AND status IN (
 //     paused job is not materialized, and a queue_one job's run waits
 //     behind the active one by design, so their runs are never held this
 //     way.
+//
+// And one kind is refused for good: a scheduled run, never attempted, of
+// a job with a starting deadline, whose available_at is further in the
+// past than that deadline. The leader marks it missed (expiredSQL).
 var claimSQL = `
 	WITH picked AS (
 		SELECT r.id, r.job_id, r.available_at, j.overlap <> 'allow' AS exclusive
@@ -63,6 +67,7 @@ var claimSQL = `
 		        OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = r.job_id))
 		   AND NOT (r.trigger = 'schedule' AND j.overlap <> 'queue_one' AND j.enabled
 		            AND coalesce(j.next_run_at <= now(), false))
+		   AND NOT ` + pastDeadline + `
 		 ORDER BY r.available_at, r.id
 		 LIMIT $2
 		   FOR UPDATE OF r SKIP LOCKED
@@ -88,6 +93,11 @@ var claimSQL = `
 	SELECT ` + qualified("l", runColumns) + `, ` + qualified("j", jobColumns) + `
 	  FROM leased l JOIN jobs j ON j.id = l.job_id
 	 ORDER BY l.available_at, l.id`
+
+// pastDeadline is true for a run r of job j that may no longer start: see
+// claimSQL.
+const pastDeadline = `coalesce(r.trigger = 'schedule' AND r.attempt_count = 0
+	AND r.available_at + j.starting_deadline_seconds * interval '1 second' < now(), false)`
 
 // unlockSQL is a fragment of the statements that take runs out of leased
 // or running (complete, release, reclaim), given a CTE "freed" of their

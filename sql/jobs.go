@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -34,30 +35,51 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	if err != nil {
 		return mapErr(err, "create job: read the clock")
 	}
+	// created_at is that clock too: "@every" intervals count from it.
+	j.CreatedAt = now.Truncate(time.Microsecond)
 	if err := j.ValidateSchedule(now); err != nil {
 		return err
 	}
 	next, err := j.NextRun(now)
 	if err != nil {
+		if chronos.ErrorCode(err) == chronos.EINVALID {
+			return err // names the field: cron_expr, timezone, exclude
+		}
 		return chronos.InvalidFields(map[string]string{"cron_expr": err.Error()})
 	}
 	if !j.Enabled && j.CronExpr != nil {
 		next = nil // a paused cron job has no next run; resuming starts from then
 	}
+	args := append(append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets)), policyArgs(j)...)
+	args = append(args, j.CreatedAt)
 	err = db.Pool.QueryRow(ctx, `
 		INSERT INTO jobs (name, cron_expr, run_at, timezone, target_url, method, headers, payload,
 		                  timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds,
-		                  overlap, enabled, next_run_at, secret_headers, signing_secrets)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+		                  overlap, enabled, next_run_at, secret_headers, signing_secrets, starts_at, ends_at, misfire,
+		                  starting_deadline_seconds, jitter_seconds, exclude, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+		        $21, $22, $23, $24, $25, $25)
 		RETURNING id, next_run_at, created_at, updated_at`,
-		append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets))...,
+		args...,
 	).Scan(&j.ID, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt)
 	if err != nil {
 		return mapErr(err, "create job")
 	}
 	utcPtr(&j.NextRunAt)
 	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
+	j.State = chronos.StateOf(j.Enabled, j.NextRunAt)
 	return nil
+}
+
+// policyArgs are the scheduling policy columns of j (starts_at, ends_at,
+// misfire, starting_deadline_seconds, jitter_seconds, exclude), in the
+// order of CreateJob's INSERT and UpdateJob's UPDATE after the secrets.
+func policyArgs(j *chronos.Job) []any {
+	exclude := j.Exclude
+	if exclude == nil {
+		exclude = []chronos.DateRange{}
+	}
+	return []any{j.StartsAt, j.EndsAt, string(j.Misfire), j.StartingDeadlineSeconds, j.JitterSeconds, exclude}
 }
 
 // jobArgs are the user-settable columns of j, then next_run_at, in the
@@ -209,13 +231,14 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		return nil, err
 	}
 
-	args := append(append([]any{id}, jobArgs(j, next)...), secretHeadersArg(j))
+	args := append(append(append([]any{id}, jobArgs(j, next)...), secretHeadersArg(j)), policyArgs(j)...)
 	var stored jobScan
 	err = tx.QueryRow(ctx, `
 		UPDATE jobs SET name = $2, cron_expr = $3, run_at = $4, timezone = $5, target_url = $6, method = $7,
 		       headers = $8, payload = $9, timeout_seconds = $10, max_retries = $11, backoff = $12,
 		       backoff_base_seconds = $13, backoff_max_seconds = $14, overlap = $15, enabled = $16,
-		       next_run_at = $17, secret_headers = $18, updated_at = now()
+		       next_run_at = $17, secret_headers = $18, starts_at = $19, ends_at = $20, misfire = $21,
+		       starting_deadline_seconds = $22, jitter_seconds = $23, exclude = $24, updated_at = now()
 		 WHERE id = $1
 		RETURNING `+jobColumns, args...).Scan(stored.dest()...)
 	if err != nil {
@@ -242,7 +265,10 @@ func scheduleChangeOf(before, after *chronos.Job) scheduleChange {
 	c.cron = !equalPtr(before.CronExpr, after.CronExpr)
 	runAt := !equalTimePtr(before.RunAt, after.RunAt)
 	zone := before.Timezone != after.Timezone && after.CronExpr != nil
-	c.schedule = c.cron || runAt || zone
+	// The timetable's bounds and exclusions change its occurrences too.
+	window := !equalTimePtr(before.StartsAt, after.StartsAt) || !equalTimePtr(before.EndsAt, after.EndsAt) ||
+		!slices.Equal(before.Exclude, after.Exclude)
+	c.schedule = c.cron || runAt || zone || (window && after.CronExpr != nil)
 	c.pausing = before.Enabled && !after.Enabled
 	c.resuming = !before.Enabled && after.Enabled
 	return c
@@ -260,14 +286,14 @@ func nextAfterUpdate(j *chronos.Job, c scheduleChange, rawNext *time.Time, dropp
 		if !c.schedule && !c.resuming {
 			return rawNext, nil
 		}
-		next, err := chronos.NextOccurrence(*j.CronExpr, j.Location(), now)
+		next, err := j.NextRun(now)
 		if err != nil {
-			if c.cron {
+			if c.cron && chronos.ErrorCode(err) != chronos.EINVALID {
 				return nil, chronos.InvalidFields(map[string]string{"cron_expr": err.Error()})
 			}
-			return nil, nil // an exhausted schedule: nothing left to fire
+			return nil, nil // an exhausted schedule (or past ends_at): the job is finished
 		}
-		return &next, nil
+		return next, nil
 	}
 	runAt := j.RunAt.UTC()
 	if c.schedule {
@@ -287,6 +313,16 @@ func equalPtr[T comparable](a, b *T) bool {
 
 func equalTimePtr(a, b *time.Time) bool {
 	return a == nil && b == nil || a != nil && b != nil && a.Equal(*b)
+}
+
+// Now reads the database's clock, the one every scheduling decision uses
+// (the previews start from it).
+func (db *DB) Now(ctx context.Context) (time.Time, error) {
+	t, err := db.now(ctx)
+	if err != nil {
+		return time.Time{}, mapErr(err, "read the clock")
+	}
+	return t, nil
 }
 
 // now reads the database's clock.

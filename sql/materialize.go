@@ -20,6 +20,24 @@ type MaterializeResult struct {
 	Now      time.Time      // the scheduling clock this call used
 
 	folded map[int64]int // runs created ahead folded into a catch-up, by job
+	// Missed counts, by job and reason (chronos.SkipExcluded, SkipMisfire,
+	// SkipDeadline), the occurrences not run for a reason other than
+	// overlap: excluded dates, a misfire policy, a starting deadline
+	// (including runs created earlier and now marked "missed").
+	Missed map[int64]map[string]int
+}
+
+func (r *MaterializeResult) miss(jobID int64, reason string, n int) {
+	if n <= 0 {
+		return
+	}
+	if r.Missed == nil {
+		r.Missed = map[int64]map[string]int{}
+	}
+	if r.Missed[jobID] == nil {
+		r.Missed[jobID] = map[string]int{}
+	}
+	r.Missed[jobID][reason] += n
 }
 
 // CatchUp is one job's gap: one catch-up run at At stands for every
@@ -67,13 +85,22 @@ const dueJobsSQL = `
 // are not yet due nor holds back ones that are. Tests pass a time to
 // simulate its passing.
 //
-// It is one short transaction. A job with a gap (more than one occurrence
-// missed while the cluster was down or had no leader, counting the runs
-// created ahead before it that never started: see gapOf) gets one run,
-// flagged catch_up, for the latest missed occurrence, and then resumes
-// with the first occurrence after now. The runs created ahead for that
-// job before the gap which never started are deleted, so the target gets
-// one late request, not several.
+// It is one short transaction. Occurrences come from the job's
+// chronos.Schedule (zone, DST, starts_at/ends_at, exclusions: the code the
+// previews use); excluded ones are counted in Missed. Each run is
+// available at its occurrence plus the job's jitter (fire_at). A job with
+// a gap (more than one occurrence missed while the cluster was down or had
+// no leader, counting the runs created ahead before it that never
+// started: see gapOf) is handled by its misfire policy. "one" gets one
+// run, flagged catch_up, for the latest missed occurrence, and then
+// resumes with the first occurrence after now; the runs created ahead for
+// that job before the gap which never started are deleted, so the target
+// gets one late request, not several. "none" creates no run for the gap,
+// deletes those runs too and counts all of it in Missed; "all" keeps them
+// and creates a flagged run for each missed occurrence, the latest
+// chronos.MaxMisfireRuns at most. An occurrence past the job's starting
+// deadline is not created (Missed), and pending runs past it are marked
+// missed.
 // Overlap: allow inserts every occurrence; skip inserts none while the job
 // has a pending, leased or running run (counting each due occurrence
 // skipped); queue_one inserts only while the job has no pending run. A
@@ -120,6 +147,7 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	var (
 		runJobs  []int64
 		runAt    []time.Time
+		runFire  []time.Time
 		runCatch []bool
 		jobIDs   = make([]int64, 0, len(jobs))
 		nexts    = make([]*time.Time, 0, len(jobs))
@@ -129,22 +157,26 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 		for _, o := range p.runs {
 			runJobs = append(runJobs, j.ID)
 			runAt = append(runAt, o.at)
+			runFire = append(runFire, o.fireAt)
 			runCatch = append(runCatch, o.catchUp)
 		}
 		if p.skipped > 0 {
 			res.Skipped += p.skipped
 			res.Skips[j.ID] += p.skipped
 		}
+		for reason, n := range p.missed {
+			res.miss(j.ID, reason, n)
+		}
 		jobIDs = append(jobIDs, j.ID)
 		nexts = append(nexts, p.next)
 	}
 	if len(runJobs) > 0 {
 		rows, err := tx.Query(ctx, `
-			INSERT INTO job_runs (job_id, scheduled_at, trigger, catch_up, available_at)
-			SELECT job_id, at, 'schedule', catch_up, at
-			  FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[]) AS v(job_id, at, catch_up)
+			INSERT INTO job_runs (job_id, scheduled_at, trigger, catch_up, available_at, fire_at)
+			SELECT job_id, at, 'schedule', catch_up, fire_at, fire_at
+			  FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[], $4::timestamptz[]) AS v(job_id, at, catch_up, fire_at)
 			ON CONFLICT (job_id, scheduled_at) WHERE trigger = 'schedule' DO NOTHING
-			RETURNING `+runColumns, runJobs, runAt, runCatch)
+			RETURNING `+runColumns, runJobs, runAt, runCatch, runFire)
 		if err != nil {
 			return res, mapErr(err, "materialize: insert runs")
 		}
@@ -172,6 +204,9 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	if err := reschedule(ctx, tx, now, batch); err != nil {
 		return res, err
 	}
+	if err := expireMissed(ctx, tx, now, batch, &res); err != nil {
+		return res, err
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return res, mapErr(err, "materialize: commit")
 	}
@@ -179,10 +214,12 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 }
 
 // foldGaps finds the jobs with a gap (see gapOf) and deletes their runs
-// created ahead before it that never started: the gap's one catch-up run
-// stands for them. The claim holds those runs back while the job is
-// behind (see claimSQL), so none of them is in flight. It returns the
-// catch-up instant of each job with a gap.
+// created ahead before it that never started: under misfire "one" the
+// gap's one catch-up run stands for them; under "none" they are missed
+// like the rest of the gap (deleted and counted); under "all" they stay
+// and run. The claim holds those runs back while the job is behind (see
+// claimSQL), so none of them is in flight. It returns the catch-up instant
+// of each job with a gap.
 func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time, res *MaterializeResult) (map[int64]time.Time, error) {
 	// A queue_one job's run created ahead may wait behind the active one
 	// by design: it is no missed occurrence, and is not counted. (A skip
@@ -205,15 +242,25 @@ func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time
 		ids []int64
 		ats []time.Time
 	)
+	none := map[int64]bool{}
 	for _, j := range jobs {
-		if at := gapOf(j, now, stale[j.ID]); !at.IsZero() {
-			gaps[j.ID] = at
-			ids = append(ids, j.ID)
-			ats = append(ats, at)
+		at := gapOf(j, now, stale[j.ID])
+		if at.IsZero() {
+			continue
 		}
+		gaps[j.ID] = at
+		switch j.Misfire {
+		case chronos.MisfireAll:
+			continue
+		case chronos.MisfireNone:
+			none[j.ID] = true
+			at = now.Add(time.Microsecond) // every run due by now
+		}
+		ids = append(ids, j.ID)
+		ats = append(ats, at)
 	}
 	if len(ids) == 0 {
-		return nil, nil
+		return gaps, nil // none, or misfire "all" only: nothing to fold
 	}
 	// The fold: a queue_one job's waiting run keeps its place.
 	rows, err := tx.Query(ctx, `
@@ -229,6 +276,11 @@ func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time
 	var id int64
 	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { folded[id]++; return nil }); err != nil {
 		return nil, mapErr(err, "materialize: fold runs into catch-ups")
+	}
+	for _, id := range ids {
+		if none[id] {
+			res.miss(id, chronos.SkipMisfire, folded[id])
+		}
 	}
 	res.folded = folded
 	return gaps, nil
@@ -251,6 +303,35 @@ func countStale(ctx context.Context, tx pgx.Tx, jobs []int64, now time.Time, sta
 	)
 	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error { stale[id] = n; return nil })
 	return mapErr(err, "materialize: runs of jobs behind")
+}
+
+// expiredSQL marks missed up to $2 pending scheduled runs, never
+// attempted, of jobs with a starting deadline, that were not claimed
+// within it (measured from available_at, the jittered instant; the claim
+// refuses them already, see claimSQL). The planner starts from whichever
+// is smaller: the jobs with a deadline (jobs_deadline_idx; none, usually)
+// or the runs due for over a second (the claimable index: a backlog).
+const expiredSQL = `
+	UPDATE job_runs r
+	   SET status = 'missed', finished_at = $1, last_error = 'missed: not started within starting_deadline_seconds'
+	  FROM (SELECT r.id FROM job_runs r JOIN jobs j ON j.id = r.job_id
+	         WHERE r.status = 'pending' AND r.available_at < $1::timestamptz - interval '1 second'
+	           AND r.trigger = 'schedule' AND r.attempt_count = 0 AND j.starting_deadline_seconds IS NOT NULL
+	           AND r.available_at + j.starting_deadline_seconds * interval '1 second' < $1
+	         LIMIT $2
+	           FOR UPDATE OF r SKIP LOCKED) x
+	 WHERE r.id = x.id
+	RETURNING r.job_id`
+
+// expireMissed marks missed the runs whose starting deadline passed.
+func expireMissed(ctx context.Context, tx pgx.Tx, now time.Time, batch int, res *MaterializeResult) error {
+	rows, err := tx.Query(ctx, expiredSQL, now, batch)
+	if err != nil {
+		return mapErr(err, "materialize: mark missed runs")
+	}
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { res.miss(id, chronos.SkipDeadline, 1); return nil })
+	return mapErr(err, "materialize: mark missed runs")
 }
 
 // overlapState reads, for the jobs whose policy cares, whether each has an
@@ -295,7 +376,7 @@ func overlapState(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job) (active, 
 func reschedule(ctx context.Context, tx pgx.Tx, now time.Time, batch int) error {
 	rows, err := tx.Query(ctx, `
 		SELECT `+jobColumns+` FROM jobs
-		 WHERE enabled AND next_run_at IS NULL AND cron_expr IS NOT NULL
+		 WHERE enabled AND next_run_at IS NULL AND cron_expr IS NOT NULL AND ends_at IS NULL
 		 ORDER BY id LIMIT $1
 		   FOR UPDATE SKIP LOCKED`, batch)
 	if err != nil {

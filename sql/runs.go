@@ -53,7 +53,7 @@ type RunFilter struct {
 func (db *DB) Runs(ctx context.Context, jobID int64, f RunFilter) ([]*chronos.Run, string, error) {
 	if f.Status != "" && !f.Status.Valid() {
 		return nil, "", chronos.InvalidFields(map[string]string{
-			"status": "must be one of pending, leased, running, succeeded, dead"})
+			"status": "must be one of pending, leased, running, succeeded, dead, missed"})
 	}
 	before, err := decodeCursor(f.Cursor)
 	if err != nil {
@@ -185,7 +185,7 @@ func (db *DB) Prune(ctx context.Context, retention time.Duration, batch int) (in
 	tag, err := db.Pool.Exec(ctx, `
 		DELETE FROM job_runs WHERE id IN (
 			SELECT id FROM job_runs
-			 WHERE status IN ('succeeded', 'dead')
+			 WHERE status IN ('succeeded', 'dead', 'missed')
 			   AND finished_at < now() - $1::bigint * interval '1 microsecond'
 			 ORDER BY finished_at LIMIT $2)`, micros(retention), batch)
 	if err != nil {
@@ -208,6 +208,7 @@ func (db *DB) NextAvailable(ctx context.Context) (*time.Time, error) {
 		        OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = r.job_id))
 		   AND NOT (r.trigger = 'schedule' AND j.overlap <> 'queue_one' AND j.enabled
 		            AND coalesce(j.next_run_at <= now(), false))
+		   AND NOT `+pastDeadline+`
 		 ORDER BY r.available_at, r.id
 		 LIMIT 1`).Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {

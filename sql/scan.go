@@ -11,9 +11,10 @@ import (
 const (
 	jobColumns = "id, name, cron_expr, run_at, timezone, target_url, method, headers, payload, " +
 		"timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds, overlap, " +
-		"enabled, next_run_at, created_at, updated_at, secret_headers, signing_secrets"
+		"enabled, next_run_at, created_at, updated_at, secret_headers, signing_secrets, starts_at, ends_at, misfire, " +
+		"starting_deadline_seconds, jitter_seconds, exclude"
 	runColumns = "id, job_id, scheduled_at, trigger, catch_up, redrive_of, status, attempt_count, " +
-		"available_at, leased_by, leased_until, started_at, finished_at, last_error, last_status_code, created_at"
+		"available_at, leased_by, leased_until, started_at, finished_at, last_error, last_status_code, created_at, fire_at"
 	attemptColumns = "run_id, attempt, worker_id, started_at, finished_at, status_code, error, response_body, duration_ms"
 )
 
@@ -40,7 +41,8 @@ func (s *jobScan) dest() []any {
 	j := &s.j
 	return []any{&j.ID, &j.Name, &j.CronExpr, &j.RunAt, &j.Timezone, &j.TargetURL, &j.Method, &j.Headers,
 		&s.payload, &j.TimeoutSeconds, &j.MaxRetries, &j.Backoff, &j.BackoffBaseSeconds, &j.BackoffMaxSeconds,
-		&j.Overlap, &j.Enabled, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt, &j.SecretHeaders, &s.secrets}
+		&j.Overlap, &j.Enabled, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt, &j.SecretHeaders, &s.secrets, &j.StartsAt,
+		&j.EndsAt, &j.Misfire, &j.StartingDeadlineSeconds, &j.JitterSeconds, &j.Exclude}
 }
 
 func (s *jobScan) job() *chronos.Job {
@@ -51,17 +53,23 @@ func (s *jobScan) job() *chronos.Job {
 	if j.Headers == nil {
 		j.Headers = map[string]string{}
 	}
+	if j.Exclude == nil {
+		j.Exclude = []chronos.DateRange{}
+	}
 	if j.SecretHeaders == nil {
 		j.SecretHeaders = []string{}
 	}
 	j.SigningSecrets = fromStored(s.secrets)
 	utcPtr(&j.RunAt)
 	utcPtr(&j.NextRunAt)
+	utcPtr(&j.StartsAt)
+	utcPtr(&j.EndsAt)
 	if !j.Enabled {
 		// A paused job has no next run. (A paused one-shot keeps its
 		// run_at stored, so resuming it still fires it: see UpdateJob.)
 		j.NextRunAt = nil
 	}
+	j.State = chronos.StateOf(j.Enabled, j.NextRunAt)
 	j.CreatedAt = j.CreatedAt.UTC()
 	j.UpdatedAt = j.UpdatedAt.UTC()
 	return &j
@@ -78,7 +86,7 @@ func scanJob(row scanner) (*chronos.Job, error) {
 func runDest(r *chronos.Run) []any {
 	return []any{&r.ID, &r.JobID, &r.ScheduledAt, &r.Trigger, &r.CatchUp, &r.RedriveOf, &r.Status,
 		&r.AttemptCount, &r.AvailableAt, &r.LeasedBy, &r.LeasedUntil, &r.StartedAt, &r.FinishedAt,
-		&r.LastError, &r.LastStatusCode, &r.CreatedAt}
+		&r.LastError, &r.LastStatusCode, &r.CreatedAt, &r.FireAt}
 }
 
 // normRun puts a scanned run's times in UTC (pgx returns local time).
@@ -86,6 +94,7 @@ func normRun(r *chronos.Run) *chronos.Run {
 	r.ScheduledAt = r.ScheduledAt.UTC()
 	r.AvailableAt = r.AvailableAt.UTC()
 	r.CreatedAt = r.CreatedAt.UTC()
+	utcPtr(&r.FireAt)
 	utcPtr(&r.LeasedUntil)
 	utcPtr(&r.StartedAt)
 	utcPtr(&r.FinishedAt)

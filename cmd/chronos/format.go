@@ -37,6 +37,8 @@ func statusColor(s chronos.RunStatus) string {
 		return ansiGreen
 	case chronos.StatusDead:
 		return ansiRed + ansiBold
+	case chronos.StatusMissed:
+		return ansiRed
 	case chronos.StatusPending:
 		return ansiYellow
 	case chronos.StatusLeased, chronos.StatusRunning:

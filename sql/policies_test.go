@@ -1,0 +1,371 @@
+package sql_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/sql/sqltest"
+)
+
+// scheduledRuns returns the scheduled runs of a job, oldest first.
+func scheduledRuns(t testing.TB, db *sql.DB, jobID int64) []*chronos.Run {
+	t.Helper()
+	var out []*chronos.Run
+	cursor := ""
+	for {
+		runs, next, err := db.Runs(t.Context(), jobID, sql.RunFilter{Cursor: cursor, Limit: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, runs...)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	slices.SortFunc(out, func(a, b *chronos.Run) int { return a.ScheduledAt.Compare(b.ScheduledAt) })
+	return out
+}
+
+// randomJob draws a cron job from expressions, zones and policies that
+// exercise every rule of the timetable.
+func randomJob(r *rand.Rand, base time.Time) *chronos.Job {
+	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
+	var expr string
+	switch r.IntN(6) {
+	case 0:
+		expr = pick("@midnight", "@hourly", "@daily", "@weekly", "@every 90m", "@every 7h", "@every 45s", "@every 25h")
+	default:
+		expr = fmt.Sprintf("%s %s %s %s %s",
+			pick("0", "*/7", "15,45", "30", "5-10", "*/20"),
+			pick("*", "*/3", "2", "1,13", "9-17", "1", "*/5"),
+			pick("*", "*", "*", "L", "LW", "L-2", "15W", "1,15", "?"),
+			pick("*", "*", "*/2", "3,11", "10-12"),
+			pick("*", "*", "1-5", "0", "5L", "1#2", "*"))
+	}
+	j := &chronos.Job{Name: "random", TargetURL: "http://127.0.0.1:9/hook", Enabled: true, CronExpr: &expr,
+		Timezone: pick("UTC", "America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "America/Sao_Paulo",
+			"Asia/Kathmandu", "Pacific/Chatham", "America/Santiago")}
+	if r.IntN(2) == 0 {
+		s := base.Add(time.Duration(r.IntN(90*24)) * time.Hour).Add(time.Duration(r.IntN(3600)) * time.Second)
+		j.StartsAt = &s
+	}
+	if r.IntN(3) == 0 {
+		e := base.Add(time.Duration(100+r.IntN(200*24)) * time.Hour)
+		if j.StartsAt == nil || e.After(*j.StartsAt) {
+			j.EndsAt = &e
+		}
+	}
+	for range r.IntN(4) {
+		from := base.AddDate(0, 0, r.IntN(200))
+		j.Exclude = append(j.Exclude, chronos.DateRange{From: from.Format("2006-01-02"),
+			To: from.AddDate(0, 0, r.IntN(10)).Format("2006-01-02")})
+	}
+	j.Misfire = []chronos.MisfirePolicy{chronos.MisfireOne, chronos.MisfireNone, chronos.MisfireAll}[r.IntN(3)]
+	if r.IntN(2) == 0 {
+		j.StartingDeadlineSeconds = ptr(1 + r.IntN(600))
+	}
+	j.JitterSeconds = r.IntN(30)
+	j.ApplyDefaults()
+	return j
+}
+
+// The preview is what the materializer creates (issue 14): for many random
+// expressions, zones and policies, the job's 100 previewed fire times are
+// exactly the scheduled_at of the runs the materializer creates over the
+// same stretch, each run available at its jittered instant.
+func TestPreviewEqualsMaterialized(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	r := rand.New(rand.NewPCG(14, uint64(time.Now().UnixNano())))
+	base := dbNow(t, db)
+	checked := 0
+	for i := 0; checked < 60 && i < 400; i++ {
+		j := randomJob(r, base)
+		if err := db.CreateJob(ctx, j); err != nil {
+			if chronos.ErrorCode(err) == chronos.EINVALID {
+				continue // e.g. jitter not below a dense schedule's gap, or past its ends_at
+			}
+			t.Fatal(err)
+		}
+		p, err := j.Preview(j.CreatedAt, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.FireTimes) == 0 || !p.FireTimes[0].Equal(*j.NextRunAt) {
+			t.Fatalf("job %+v: preview starts %v, next_run_at %v", j, p.FireTimes, j.NextRunAt)
+		}
+		last := p.FireTimes[len(p.FireTimes)-1]
+		// One pass over the whole stretch, as the leader would make over
+		// time; the clock stays at creation so nothing is late.
+		if _, err := db.Materialize(ctx, j.CreatedAt, last.Sub(j.CreatedAt), 1000); err != nil {
+			t.Fatal(err)
+		}
+		runs := scheduledRuns(t, db, j.ID)
+		got := make([]time.Time, len(runs))
+		for k, run := range runs {
+			got[k] = run.ScheduledAt
+			if want := j.FireAt(run.ScheduledAt); !run.AvailableAt.Equal(want) {
+				t.Fatalf("job %d run at %v available %v, want %v (jitter %ds)", j.ID, run.ScheduledAt, run.AvailableAt, want, j.JitterSeconds)
+			}
+		}
+		if !slices.EqualFunc(got, p.FireTimes, time.Time.Equal) {
+			t.Fatalf("job %q in %s (starts %v, ends %v, exclude %v):\npreview     %v\nmaterialized %v",
+				*j.CronExpr, j.Timezone, j.StartsAt, j.EndsAt, j.Exclude, p.FireTimes, got)
+		}
+		if err := db.DeleteJob(ctx, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		checked++
+	}
+	if checked < 60 {
+		t.Fatalf("only %d random jobs were valid", checked)
+	}
+}
+
+// After ends_at the job stays, finished, with no next run.
+func TestEndsAtFinishesTheJob(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	now := dbNow(t, db).Truncate(time.Second)
+	j := cronJob("* * * * * *")
+	j.EndsAt = ptr(now.Add(3 * time.Second))
+	mustCreate(t, db, j)
+	if j.State != chronos.StateScheduled {
+		t.Fatalf("state %q", j.State)
+	}
+	res, err := db.Materialize(ctx, now, 10*time.Second, 10)
+	if err != nil || res.Created != 3 {
+		t.Fatalf("materialize: %+v %v", res, err)
+	}
+	got, err := db.Job(ctx, j.ID)
+	if err != nil || got.NextRunAt != nil || got.State != chronos.StateFinished {
+		t.Fatalf("after ends_at: next %v state %q (%v)", got.NextRunAt, got.State, err)
+	}
+	// The unscheduled sweep leaves it alone.
+	if _, err := db.Materialize(ctx, now.Add(time.Minute), time.Second, 10); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = db.Job(ctx, j.ID); got.NextRunAt != nil {
+		t.Fatalf("a finished job was rescheduled to %v", got.NextRunAt)
+	}
+	// Moving ends_at reopens it.
+	got, err = db.UpdateJob(ctx, j.ID, &chronos.JobUpdate{EndsAt: chronos.Opt[time.Time]{Set: true, Null: true}})
+	if err != nil || got.NextRunAt == nil || got.State != chronos.StateScheduled {
+		t.Fatalf("reopened: %+v %v", got, err)
+	}
+	// A job created past its ends_at is a 400 naming it.
+	late := cronJob("0 0 * * *")
+	late.EndsAt = ptr(now.Add(-time.Hour))
+	err = db.CreateJob(ctx, late)
+	wantCode(t, err, chronos.EINVALID)
+	if e := err.(*chronos.Error); e.Fields["ends_at"] == "" {
+		t.Fatalf("error %v does not name ends_at", err)
+	}
+}
+
+// Excluded occurrences are not created, and are counted by job.
+func TestExcludedOccurrencesCounted(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := cronJob("0 * * * *")
+	tomorrow := dbNow(t, db).AddDate(0, 0, 1)
+	j.Exclude = []chronos.DateRange{{From: tomorrow.Format("2006-01-02"), To: tomorrow.Format("2006-01-02")}}
+	mustCreate(t, db, j)
+	start := *j.NextRunAt
+	res, err := db.Materialize(ctx, start, 72*time.Hour, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Missed[j.ID][chronos.SkipExcluded]; got != 24 {
+		t.Fatalf("excluded %d, want 24 (%+v)", got, res.Missed)
+	}
+	for _, run := range res.Runs {
+		if run.ScheduledAt.Format("2006-01-02") == tomorrow.Format("2006-01-02") {
+			t.Fatalf("a run on an excluded date: %v", run.ScheduledAt)
+		}
+	}
+}
+
+// misfire none skips the gap (counting it, with the runs created ahead
+// before it); all runs each missed occurrence, the latest 100 at most.
+func TestMisfirePolicies(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	now := time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC)
+
+	none := cronJob("* * * * *")
+	none.Misfire = chronos.MisfireNone
+	mustCreate(t, db, none)
+	setNextRunAt(t, db, none.ID, ptr(now.Add(-10*time.Minute-30*time.Second))) // 11 missed: 11:50..12:00
+	all := cronJob("* * * * *")
+	all.Misfire = chronos.MisfireAll
+	mustCreate(t, db, all)
+	setNextRunAt(t, db, all.ID, ptr(now.Add(-10*time.Minute-30*time.Second)))
+	many := cronJob("* * * * *")
+	many.Misfire = chronos.MisfireAll
+	mustCreate(t, db, many)
+	setNextRunAt(t, db, many.ID, ptr(now.Add(-3*time.Hour-30*time.Second))) // 181 missed
+
+	res, err := db.Materialize(ctx, now, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(scheduledRuns(t, db, none.ID)); n != 0 || res.Missed[none.ID][chronos.SkipMisfire] != 11 {
+		t.Fatalf("none: %d runs, missed %v", n, res.Missed[none.ID])
+	}
+	runs := scheduledRuns(t, db, all.ID)
+	if len(runs) != 11 || !runs[0].ScheduledAt.Equal(now.Add(-10*time.Minute-30*time.Second)) || !runs[10].CatchUp {
+		t.Fatalf("all: %d runs from %v", len(runs), runs)
+	}
+	runs = scheduledRuns(t, db, many.ID)
+	if len(runs) != chronos.MaxMisfireRuns || !runs[99].ScheduledAt.Equal(now.Add(-30*time.Second)) ||
+		res.Missed[many.ID][chronos.SkipMisfire] != 81 {
+		t.Fatalf("all, capped: %d runs ending %v, missed %v", len(runs), runs[len(runs)-1].ScheduledAt, res.Missed[many.ID])
+	}
+	for _, id := range []int64{none.ID, all.ID, many.ID} {
+		if j, _ := db.Job(ctx, id); !j.NextRunAt.Equal(now.Add(30 * time.Second)) {
+			t.Fatalf("job %d resumes at %v", id, j.NextRunAt)
+		}
+	}
+	if len(res.CatchUps) != 0 {
+		t.Fatalf("catch-ups %+v under none/all", res.CatchUps)
+	}
+}
+
+// misfire none also drops the runs created ahead before the gap.
+func TestMisfireNoneDropsRunsCreatedAhead(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := cronJob("* * * * * *")
+	j.Misfire = chronos.MisfireNone
+	mustCreate(t, db, j)
+	t0 := dbNow(t, db).Truncate(time.Second).Add(time.Minute)
+	setNextRunAt(t, db, j.ID, ptr(t0))
+	if res, err := db.Materialize(ctx, t0.Add(-500*time.Millisecond), 2*time.Second, 10); err != nil || res.Created != 2 {
+		t.Fatalf("created ahead: %+v %v", res, err)
+	}
+	res, err := db.Materialize(ctx, t0.Add(10*time.Second+300*time.Millisecond), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(scheduledRuns(t, db, j.ID)); n != 0 {
+		t.Fatalf("%d runs left", n)
+	}
+	// 2 created ahead (t0, t0+1) and t0+2 .. t0+10 in the gap.
+	if got := res.Missed[j.ID][chronos.SkipMisfire]; got != 11 {
+		t.Fatalf("missed %d, want 11", got)
+	}
+}
+
+// A run that cannot start within starting_deadline_seconds is not claimed
+// and ends missed; an occurrence already past it is not created.
+func TestStartingDeadline(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := cronJob("* * * * *")
+	j.StartingDeadlineSeconds = ptr(5)
+	mustCreate(t, db, j)
+	now := dbNow(t, db)
+	// A run created earlier, due 10 s ago: past its deadline.
+	setNextRunAt(t, db, j.ID, ptr(now.Add(-10*time.Second)))
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		VALUES ($1, $2, 'schedule', $2)`, j.ID, now.Add(-10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	setNextRunAt(t, db, j.ID, ptr(now.Add(time.Hour)))
+	if c, err := db.Claim(ctx, "w", 10, time.Minute); err != nil || len(c) != 0 {
+		t.Fatalf("claimed a run past its deadline: %v %v", c, err)
+	}
+	if at, err := db.NextAvailable(ctx); err != nil || at != nil {
+		t.Fatalf("next available %v %v", at, err)
+	}
+	res, err := db.Materialize(ctx, time.Time{}, 0, 10)
+	if err != nil || res.Missed[j.ID][chronos.SkipDeadline] != 1 {
+		t.Fatalf("materialize: %+v %v", res, err)
+	}
+	runs := scheduledRuns(t, db, j.ID)
+	if len(runs) != 1 || runs[0].Status != chronos.StatusMissed || runs[0].FinishedAt == nil || runs[0].AttemptCount != 0 {
+		t.Fatalf("run %+v, want missed", runs[0])
+	}
+	// The next occurrence is 20 s late at the next tick: not created.
+	setNextRunAt(t, db, j.ID, ptr(now.Add(-20*time.Second)))
+	res, err = db.Materialize(ctx, now, 0, 10)
+	if err != nil || res.Created != 0 || res.Missed[j.ID][chronos.SkipDeadline] != 1 {
+		t.Fatalf("late occurrence: %+v %v", res, err)
+	}
+	// Missed runs are terminal: pruned like the others.
+	if n, err := db.Prune(ctx, -time.Hour, 10); err != nil || n != 1 {
+		t.Fatalf("pruned %d %v", n, err)
+	}
+}
+
+// Jittered runs keep their nominal scheduled_at and become available at
+// scheduled_at + jitter, the same on every materialization.
+func TestJitterDelaysAvailability(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := cronJob("0 * * * *")
+	j.JitterSeconds = 1800
+	mustCreate(t, db, j)
+	res, err := db.Materialize(ctx, *j.NextRunAt, 10*time.Hour, 10)
+	if err != nil || res.Created != 11 {
+		t.Fatalf("materialize: %+v %v", res, err)
+	}
+	spread := map[time.Duration]bool{}
+	for _, r := range res.Runs {
+		d := r.AvailableAt.Sub(r.ScheduledAt)
+		if r.FireAt == nil || !r.FireAt.Equal(r.AvailableAt) {
+			t.Fatalf("run shows fire_at %v, available_at %v", r.FireAt, r.AvailableAt)
+		}
+		if d < 0 || d >= 30*time.Minute || r.ScheduledAt.Minute() != 0 || d != chronos.Jitter(j.ID, r.ScheduledAt, 1800) {
+			t.Fatalf("run at %v available %v", r.ScheduledAt, r.AvailableAt)
+		}
+		spread[d] = true
+	}
+	if len(spread) < 5 {
+		t.Fatalf("jitter took %d distinct values over 11 occurrences", len(spread))
+	}
+}
+
+// misfire all keeps the runs created ahead before the gap (they run, once
+// the claim releases them) and adds a flagged run for each occurrence
+// missed after them.
+func TestMisfireAllKeepsRunsCreatedAhead(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := cronJob("* * * * * *")
+	j.Misfire = chronos.MisfireAll
+	mustCreate(t, db, j)
+	t0 := dbNow(t, db).Truncate(time.Second).Add(time.Minute)
+	setNextRunAt(t, db, j.ID, ptr(t0))
+	if res, err := db.Materialize(ctx, t0.Add(-500*time.Millisecond), 2*time.Second, 10); err != nil || res.Created != 2 {
+		t.Fatalf("created ahead: %+v %v", res, err)
+	}
+	res, err := db.Materialize(ctx, t0.Add(5*time.Second+300*time.Millisecond), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := scheduledRuns(t, db, j.ID)
+	if len(runs) != 6 || len(res.CatchUps) != 0 || len(res.Missed) != 0 {
+		t.Fatalf("%d runs (want t0..t0+5), catch-ups %v, missed %v", len(runs), res.CatchUps, res.Missed)
+	}
+	for i, r := range runs {
+		if want := t0.Add(time.Duration(i) * time.Second); !r.ScheduledAt.Equal(want) || r.CatchUp != (i >= 2) {
+			t.Fatalf("run %d at %v catch_up %v, want %v", i, r.ScheduledAt, r.CatchUp, want)
+		}
+	}
+}
