@@ -16,10 +16,11 @@ type MaterializeResult struct {
 	Skipped  int            // occurrences skipped by overlap policy, in all
 	Runs     []*chronos.Run // the runs inserted
 	Skips    map[int64]int  // occurrences skipped by overlap policy, by job
-	CatchUps []CatchUp      // catch-up runs created, one per job that had a gap
+	CatchUps []CatchUp      // the catch-up run of each job with a gap under misfire "one"
 	Now      time.Time      // the scheduling clock this call used
 
-	folded map[int64]int // runs created ahead folded into a catch-up, by job
+	folded  map[int64]int  // runs created ahead folded into a catch-up, by job
+	oneGaps map[int64]bool // jobs with a gap under misfire "one"
 	// Missed counts, by job and reason (chronos.SkipExcluded, SkipMisfire,
 	// SkipDeadline), the occurrences not run for a reason other than
 	// overlap: excluded dates, a misfire policy, a starting deadline
@@ -186,7 +187,7 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 		}
 		res.Created = len(res.Runs)
 		for _, r := range res.Runs {
-			if r.CatchUp {
+			if r.CatchUp && res.oneGaps[r.JobID] {
 				res.CatchUps = append(res.CatchUps, CatchUp{JobID: r.JobID, At: r.ScheduledAt, Folded: res.folded[r.JobID]})
 			}
 		}
@@ -255,6 +256,11 @@ func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time
 		case chronos.MisfireNone:
 			none[j.ID] = true
 			at = now.Add(time.Microsecond) // every run due by now
+		default:
+			if res.oneGaps == nil {
+				res.oneGaps = map[int64]bool{}
+			}
+			res.oneGaps[j.ID] = true
 		}
 		ids = append(ids, j.ID)
 		ats = append(ats, at)
