@@ -1,0 +1,2 @@
+-- Placeholder for migration 006, which another branch adds; dropped at merge.
+SELECT 1;
