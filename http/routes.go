@@ -47,6 +47,8 @@ func (s *Server) routes() *gin.Engine {
 	v1.POST("/jobs/:id/signing-secret", s.rotateSigningSecret)
 	v1.DELETE("/jobs/:id/signing-secret", s.deleteSigningSecrets)
 	v1.GET("/jobs/:id/runs", s.listRuns)
+	v1.GET("/runs", s.listAllRuns)
+	v1.POST("/runs/redrive", s.redriveRuns)
 	v1.GET("/runs/:id", s.getRun)
 	v1.POST("/runs/:id/redrive", s.redriveRun)
 	v1.GET("/events", s.tapSlot, s.events)
