@@ -44,10 +44,10 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	err = db.Pool.QueryRow(ctx, `
 		INSERT INTO jobs (name, cron_expr, run_at, timezone, target_url, method, headers, payload,
 		                  timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds,
-		                  overlap, enabled, next_run_at, secret_headers, signing_secrets)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+		                  overlap, enabled, next_run_at, secret_headers, signing_secrets, description, labels)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
 		RETURNING id, next_run_at, created_at, updated_at`,
-		append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets))...,
+		append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets), j.Description, labelsArg(j))...,
 	).Scan(&j.ID, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt)
 	if err != nil {
 		return mapErr(err, "create job")
@@ -88,11 +88,14 @@ func (db *DB) Job(ctx context.Context, id int64) (*chronos.Job, error) {
 
 func jobNotFound(id int64) error { return chronos.Errorf(chronos.ENOTFOUND, "job %d not found", id) }
 
-// JobFilter selects a page of jobs.
+// JobFilter selects a page of jobs. Every set filter must match.
 type JobFilter struct {
-	Enabled *bool  // nil: all
-	Cursor  string // opaque, from a previous page; "" starts at the beginning
-	Limit   int    // default 50, capped at 500
+	Enabled    *bool             // nil: all
+	NamePrefix string            // names that begin with it (bytewise)
+	Q          string            // a case-insensitive substring of the name or the description
+	Labels     map[string]string // every label must be on the job
+	Cursor     string            // opaque, from a previous page; "" starts at the beginning
+	Limit      int               // default 50, capped at 500
 }
 
 // Jobs returns a page of jobs in id order and the cursor of the next page
@@ -109,6 +112,7 @@ func (db *DB) Jobs(ctx context.Context, f JobFilter) ([]*chronos.Job, string, er
 		q += " AND enabled = $3"
 		args = append(args, *f.Enabled)
 	}
+	q += f.where(&args)
 	q += " ORDER BY id LIMIT $2"
 	rows, err := db.Pool.Query(ctx, q, args...)
 	if err != nil {
@@ -199,13 +203,13 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		return nil, err
 	}
 
-	args := append(append([]any{id}, jobArgs(j, next)...), secretHeadersArg(j))
+	args := append(append([]any{id}, jobArgs(j, next)...), secretHeadersArg(j), j.Description, labelsArg(j))
 	var stored jobScan
 	err = tx.QueryRow(ctx, `
 		UPDATE jobs SET name = $2, cron_expr = $3, run_at = $4, timezone = $5, target_url = $6, method = $7,
 		       headers = $8, payload = $9, timeout_seconds = $10, max_retries = $11, backoff = $12,
 		       backoff_base_seconds = $13, backoff_max_seconds = $14, overlap = $15, enabled = $16,
-		       next_run_at = $17, secret_headers = $18, updated_at = now()
+		       next_run_at = $17, secret_headers = $18, description = $19, labels = $20, updated_at = now()
 		 WHERE id = $1
 		RETURNING `+jobColumns, args...).Scan(stored.dest()...)
 	if err != nil {

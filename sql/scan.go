@@ -11,7 +11,7 @@ import (
 const (
 	jobColumns = "id, name, cron_expr, run_at, timezone, target_url, method, headers, payload, " +
 		"timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds, overlap, " +
-		"enabled, next_run_at, created_at, updated_at, secret_headers, signing_secrets"
+		"enabled, next_run_at, created_at, updated_at, secret_headers, signing_secrets, description, labels"
 	runColumns = "id, job_id, scheduled_at, trigger, catch_up, redrive_of, status, attempt_count, " +
 		"available_at, leased_by, leased_until, started_at, finished_at, last_error, last_status_code, created_at"
 	attemptColumns = "run_id, attempt, worker_id, started_at, finished_at, status_code, error, response_body, duration_ms"
@@ -40,7 +40,8 @@ func (s *jobScan) dest() []any {
 	j := &s.j
 	return []any{&j.ID, &j.Name, &j.CronExpr, &j.RunAt, &j.Timezone, &j.TargetURL, &j.Method, &j.Headers,
 		&s.payload, &j.TimeoutSeconds, &j.MaxRetries, &j.Backoff, &j.BackoffBaseSeconds, &j.BackoffMaxSeconds,
-		&j.Overlap, &j.Enabled, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt, &j.SecretHeaders, &s.secrets}
+		&j.Overlap, &j.Enabled, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt, &j.SecretHeaders, &s.secrets,
+		&j.Description, &j.Labels}
 }
 
 func (s *jobScan) job() *chronos.Job {
@@ -53,6 +54,9 @@ func (s *jobScan) job() *chronos.Job {
 	}
 	if j.SecretHeaders == nil {
 		j.SecretHeaders = []string{}
+	}
+	if j.Labels == nil {
+		j.Labels = map[string]string{}
 	}
 	j.SigningSecrets = fromStored(s.secrets)
 	utcPtr(&j.RunAt)
