@@ -55,7 +55,7 @@ func TestJobNamesLabelsSearch(t *testing.T) {
 	want("name_prefix=payments-n", pay)
 	want("name_prefix=Payments")
 	want("name_prefix="+url.QueryEscape("reports_5"), rep)
-	want("name_prefix="+url.QueryEscape("reports%"))
+	want("name_prefix=" + url.QueryEscape("reports%"))
 	want("q=report", rep)
 	want("q=CARD", pay)
 	want("q=nightly", pay, rep)
