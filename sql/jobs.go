@@ -41,13 +41,20 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	if !j.Enabled && j.CronExpr != nil {
 		next = nil // a paused cron job has no next run; resuming starts from then
 	}
+	// The job and its first audit entry in one statement.
 	err = db.Pool.QueryRow(ctx, `
+		WITH ins AS (
 		INSERT INTO jobs (name, cron_expr, run_at, timezone, target_url, method, headers, payload,
 		                  timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds,
 		                  overlap, enabled, next_run_at, secret_headers, signing_secrets, description, labels)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
-		RETURNING id, next_run_at, created_at, updated_at`,
-		append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets), j.Description, labelsArg(j))...,
+		RETURNING id, next_run_at, created_at, updated_at
+		), audit AS (
+			INSERT INTO job_audit (job_id, action, actor, changes) SELECT id, 'create', $21, $22::jsonb FROM ins
+		)
+		SELECT id, next_run_at, created_at, updated_at FROM ins`,
+		append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets), j.Description, labelsArg(j),
+			chronos.ActorFrom(ctx), changesArg(chronos.JobChanges(nil, j)))...,
 	).Scan(&j.ID, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt)
 	if err != nil {
 		return mapErr(err, "create job")
@@ -106,21 +113,20 @@ func (db *DB) Jobs(ctx context.Context, f JobFilter) ([]*chronos.Job, string, er
 		return nil, "", err
 	}
 	limit := pageLimit(f.Limit)
-	q := "SELECT " + jobColumns + " FROM jobs WHERE id > $1"
 	args := []any{after, limit + 1}
+	cond := ""
 	if f.Enabled != nil {
-		q += " AND enabled = $3"
+		cond += " AND enabled = $3"
 		args = append(args, *f.Enabled)
 	}
-	q += f.where(&args)
-	q += " ORDER BY id LIMIT $2"
-	rows, err := db.Pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", mapErr(err, "list jobs")
+	var jobs []*chronos.Job
+	if search := f.where(&args); search != "" {
+		jobs, err = db.searchJobs(ctx, cond+search, args)
+	} else {
+		jobs, err = db.queryJobs(ctx, "SELECT "+jobColumns+" FROM jobs WHERE id > $1"+cond+" ORDER BY id LIMIT $2", args)
 	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanJob(r) })
 	if err != nil {
-		return nil, "", mapErr(err, "list jobs")
+		return nil, "", err
 	}
 	// One row more than the page says whether there is a next one, so the
 	// last page never hands out a cursor to an empty page.
@@ -215,10 +221,16 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 	if err != nil {
 		return nil, mapErr(err, "update job")
 	}
+	after := stored.job()
+	if changes := chronos.JobChanges(&old, after); len(changes) > 0 {
+		if err := recordAudit(ctx, tx, id, auditAction(changes), nil, changes); err != nil {
+			return nil, err
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, mapErr(err, "update job")
 	}
-	return stored.job(), nil
+	return after, nil
 }
 
 // scheduleChange is what a PATCH did to a job's schedule.
@@ -290,14 +302,23 @@ func (db *DB) now(ctx context.Context) (time.Time, error) {
 	return t.UTC(), err
 }
 
-// DeleteJob deletes a job and its runs. ENOTFOUND.
+// DeleteJob deletes a job and its runs, and records it in the job's
+// audit history, which outlives it. ENOTFOUND.
 func (db *DB) DeleteJob(ctx context.Context, id int64) error {
-	tag, err := db.Pool.Exec(ctx, "DELETE FROM jobs WHERE id = $1", id)
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("delete job: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	j, err := scanJob(tx.QueryRow(ctx, "DELETE FROM jobs WHERE id = $1 RETURNING "+jobColumns, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return jobNotFound(id)
+	}
 	if err != nil {
 		return mapErr(err, "delete job")
 	}
-	if tag.RowsAffected() == 0 {
-		return jobNotFound(id)
+	if err := recordAudit(ctx, tx, id, chronos.AuditDelete, nil, chronos.JobChanges(j, nil)); err != nil {
+		return err
 	}
-	return nil
+	return mapErr(tx.Commit(ctx), "delete job")
 }

@@ -135,7 +135,7 @@ func (db *DB) RedriveAll(ctx context.Context, q RunQuery) ([]*chronos.Run, bool,
 	if limit <= 0 || limit > MaxRedriveBatch {
 		limit = MaxRedriveBatch
 	}
-	args := []any{limit}
+	args := []any{limit, chronos.ActorFrom(ctx)}
 	cond := q.where(&args)
 	rows, err := db.Pool.Query(ctx, `
 		WITH picked AS (
@@ -151,6 +151,9 @@ func (db *DB) RedriveAll(ctx context.Context, q RunQuery) ([]*chronos.Run, bool,
 			ON CONFLICT (redrive_of) WHERE redrive_of IS NOT NULL AND status IN ('pending', 'leased', 'running')
 			DO NOTHING
 			RETURNING `+runColumns+`
+		), audit AS (
+			INSERT INTO job_audit (job_id, action, actor, run_id)
+			SELECT job_id, 'redrive', $2, id FROM ins
 		)
 		SELECT `+runColumns+`, (SELECT count(*) FROM picked) FROM ins ORDER BY redrive_of`, args...)
 	if err != nil {
