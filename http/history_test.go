@@ -27,6 +27,19 @@ func TestJobHistory(t *testing.T) {
 	wantStatus(t, e.do("PATCH", path, map[string]any{"enabled": false}), 200) // no change, no entry
 	wantStatus(t, e.do("POST", path+"/trigger", nil), nethttp.StatusAccepted)
 
+	// A rotated signing secret is an update whose values stay out.
+	other := e.createJob(cronJob("rotated"))
+	w := e.do("POST", fmt.Sprintf("/v1/jobs/%d/signing-secret", other.ID), nil)
+	wantStatus(t, w, 200)
+	secret := decode[map[string]any](t, w)["signing_secret"].(string)
+	rh := decode[historyPage](t, e.do("GET", fmt.Sprintf("/v1/jobs/%d/history", other.ID), nil))
+	if len(rh.Entries) != 2 || rh.Entries[0].Action != "update" || rh.Entries[0].Changes["signing_secrets"].After == nil {
+		t.Fatalf("rotation history %+v", rh)
+	}
+	if raw, _ := json.Marshal(rh); strings.Contains(string(raw), secret) {
+		t.Fatalf("the signing secret leaked into the history")
+	}
+
 	h := decode[historyPage](t, e.doKey("GET", path+"/history", nil, "view-key-0123456789"))
 	if len(h.Entries) != 4 {
 		t.Fatalf("history %+v", h)
@@ -73,7 +86,7 @@ func TestJobHistory(t *testing.T) {
 	wantFields(t, e.do("GET", path+"/history?cursor=bad", nil), "cursor")
 
 	ctx := context.Background()
-	if _, err := e.db.Pool.Exec(ctx, `UPDATE job_audit SET at = now() - interval '91 days' WHERE action = 'create'`); err != nil {
+	if _, err := e.db.Pool.Exec(ctx, `UPDATE job_audit SET at = now() - interval '91 days' WHERE action = 'create' AND job_id = $1`, j.ID); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := e.db.PruneAudit(ctx, 90*24*3600e9, 100); err != nil || n != 1 {
