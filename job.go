@@ -16,6 +16,8 @@ import (
 type Job struct {
 	ID                 int64             `json:"id"`
 	Name               string            `json:"name"`
+	Description        string            `json:"description"`
+	Labels             map[string]string `json:"labels"`
 	CronExpr           *string           `json:"cron_expr"`
 	RunAt              *time.Time        `json:"run_at"`
 	Timezone           string            `json:"timezone"`
@@ -98,6 +100,9 @@ func (j *Job) ApplyDefaults() {
 	if j.Headers == nil {
 		j.Headers = map[string]string{}
 	}
+	if j.Labels == nil {
+		j.Labels = map[string]string{}
+	}
 	if j.SecretHeaders == nil {
 		j.SecretHeaders = []string{}
 	}
@@ -140,6 +145,10 @@ func (j *Job) Validate() error {
 	} else if len(j.Name) > MaxNameLength {
 		f["name"] = fmt.Sprintf("must be at most %d bytes", MaxNameLength)
 	}
+	if len(j.Description) > MaxDescriptionLength {
+		f["description"] = fmt.Sprintf("must be at most %d bytes", MaxDescriptionLength)
+	}
+	validateLabels(j.Labels, f)
 	hasCron := j.CronExpr != nil
 	switch {
 	case hasCron && j.RunAt != nil:

@@ -12,6 +12,8 @@ import (
 // a cron schedule and a one-shot.
 type JobUpdate struct {
 	Name               Opt[string]            `json:"name"`
+	Description        Opt[string]            `json:"description"`
+	Labels             Opt[map[string]string] `json:"labels"`
 	CronExpr           Opt[string]            `json:"cron_expr"`
 	RunAt              Opt[time.Time]         `json:"run_at"`
 	Timezone           Opt[string]            `json:"timezone"`
@@ -55,6 +57,15 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 	}
 	if nonNull("name", u.Name.Set, u.Name.Null) {
 		j.Name = u.Name.Value
+	}
+	if u.Description.Set {
+		j.Description = u.Description.Value // null clears it
+	}
+	if u.Labels.Set {
+		j.Labels = u.Labels.Value // null clears them
+		if j.Labels == nil {
+			j.Labels = map[string]string{}
+		}
 	}
 	if u.CronExpr.Set {
 		if u.CronExpr.Null {

@@ -46,7 +46,8 @@ func CallerFromContext(ctx context.Context) (Caller, bool) {
 // request's context (code below the handlers).
 func setCaller(c *gin.Context, cl Caller) {
 	c.Set(ctxCaller, cl)
-	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), callerKey{}, cl))
+	ctx := context.WithValue(c.Request.Context(), callerKey{}, cl)
+	c.Request = c.Request.WithContext(chronos.WithActor(ctx, cl.Name)) // the audit history's "who"
 }
 
 // matchKey compares the presented key with every configured key in

@@ -82,9 +82,7 @@ func (e *env) doKey(method, path string, body any, key string) *httptest.Respons
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
-	w := httptest.NewRecorder()
-	e.srv.Handler().ServeHTTP(w, req)
-	return w
+	return e.serveChecked(req)
 }
 
 // decode unmarshals a response body.
@@ -139,9 +137,8 @@ func newRequest(method, path string, body io.Reader) *nethttp.Request {
 }
 
 func (e *env) serve(req *nethttp.Request) *httptest.ResponseRecorder {
-	w := httptest.NewRecorder()
-	e.srv.Handler().ServeHTTP(w, req)
-	return w
+	e.t.Helper()
+	return e.serveChecked(req)
 }
 
 // sqlClosed is a DB whose pool is closed: every query fails.

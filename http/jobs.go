@@ -94,12 +94,16 @@ func (s *Server) createJob(c *gin.Context) {
 
 // listJobs is GET /v1/jobs.
 func (s *Server) listJobs(c *gin.Context) {
-	q, err := parseQuery(c, "enabled", "limit", "cursor")
+	q, many, err := parseQueryMulti(c, []string{"label"}, "enabled", "limit", "cursor", "name_prefix", "q")
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	f := sql.JobFilter{Cursor: q["cursor"]}
+	if err := searchFilter(&f, q, many["label"]); err != nil {
+		s.fail(c, err)
+		return
+	}
 	if f.Enabled, err = parseBool(q, "enabled"); err != nil {
 		s.fail(c, err)
 		return

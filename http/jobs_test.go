@@ -115,6 +115,8 @@ func TestJobShownAsAnswered(t *testing.T) {
 			} else {
 				patch["cron_expr"] = nil
 			}
+			// Names are unique: each case creates its own.
+			c.body["name"] = "shown " + c.name
 			for _, r := range []struct {
 				method, path string
 				body         any
@@ -149,7 +151,7 @@ func TestTimezoneIANAOnly(t *testing.T) {
 		wantFields(t, e.do("PATCH", fmt.Sprintf("/v1/jobs/%d", j.ID), map[string]any{"timezone": tz}), "timezone")
 	}
 	for _, tz := range []string{"UTC", "Europe/Berlin", "Etc/GMT-14"} {
-		wantStatus(t, e.do("POST", "/v1/jobs", with(cronJob("a"), "timezone", tz)), nethttp.StatusCreated)
+		wantStatus(t, e.do("POST", "/v1/jobs", with(cronJob("zone-"+strings.ReplaceAll(tz, "/", "-")), "timezone", tz)), nethttp.StatusCreated)
 		wantStatus(t, e.do("PATCH", fmt.Sprintf("/v1/jobs/%d", j.ID), map[string]any{"timezone": tz}), nethttp.StatusOK)
 	}
 }

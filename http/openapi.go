@@ -8,7 +8,9 @@ import (
 )
 
 // OpenAPI is the OpenAPI 3 document of the API, served at /openapi.yaml.
-// openapi_test.go fails when it and the router disagree on a route.
+// openapi_test.go fails when it and the router disagree on a route;
+// contract_test.go validates it with kin-openapi and checks every request
+// and response of the API's tests against it.
 //
 //go:embed openapi.yaml
 var OpenAPI []byte

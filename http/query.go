@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
@@ -22,6 +23,11 @@ func parseQuery(c *gin.Context, allowed ...string) (map[string]string, error) {
 	if err != nil {
 		return nil, invalid("query", "malformed query string: "+err.Error())
 	}
+	return parseValues(vals, allowed...)
+}
+
+// parseValues is parseQuery on parsed values.
+func parseValues(vals url.Values, allowed ...string) (map[string]string, error) {
 	ok := map[string]bool{}
 	for _, a := range allowed {
 		ok[a] = true
@@ -42,6 +48,26 @@ func parseQuery(c *gin.Context, allowed ...string) (map[string]string, error) {
 		return nil, chronos.InvalidFields(bad)
 	}
 	return out, nil
+}
+
+// parseQueryMulti is parseQuery where the parameters named in multi may
+// be repeated: their values come back in the second map.
+func parseQueryMulti(c *gin.Context, multi []string, allowed ...string) (map[string]string, map[string][]string, error) {
+	vals, err := url.ParseQuery(c.Request.URL.RawQuery)
+	if err != nil {
+		return nil, nil, invalid("query", "malformed query string: "+err.Error())
+	}
+	many := map[string][]string{}
+	rest := url.Values{}
+	for k, v := range vals {
+		if slices.Contains(multi, k) {
+			many[k] = v
+		} else {
+			rest[k] = v
+		}
+	}
+	one, err := parseValues(rest, allowed...)
+	return one, many, err
 }
 
 // parseLimit reads ?limit=: DefaultLimit when absent, capped at MaxLimit

@@ -20,7 +20,13 @@ func TestTargetPolicyAtCreateAndPatch(t *testing.T) {
 	})
 	open := newEnvDB(t, db, func(c *Config) { c.TargetPolicy = chronos.TargetPolicy{AllowPrivate: true} })
 
-	body := func(u string) map[string]any { b := cronJob("t"); b["target_url"] = u; return b }
+	n := 0 // job names are unique
+	body := func(u string) map[string]any {
+		n++
+		b := cronJob("t-" + itoa64(int64(n)))
+		b["target_url"] = u
+		return b
+	}
 	for _, u := range []string{"http://127.0.0.1:9/", "http://10.0.0.1/", "http://100.64.0.1/", "http://198.18.0.1/", "http://[64:ff9b::a00:1]/", "http://[::ffff:192.168.0.1]/"} {
 		wantFields(t, strict.do("POST", "/v1/jobs", body(u)), "target_url")
 	}

@@ -20,6 +20,7 @@ type Config struct {
 	LeaderPollInterval time.Duration // how often a follower tries for leadership (1s)
 	ReaperInterval     time.Duration // how often the leader reclaims expired leases (5s)
 	RunRetention       time.Duration // terminal runs older than this are pruned (7 days)
+	AuditRetention     time.Duration // audit history entries older than this are pruned (90 days)
 	ShutdownTimeout    time.Duration // grace for in-flight calls on shutdown (25s)
 	Lookahead          time.Duration // runs are materialized this far ahead (2s)
 	QueueStatsInterval time.Duration // how often the leader recomputes the queue gauges (5s)
@@ -50,6 +51,7 @@ const (
 	DefaultLeaderPollInterval = time.Second
 	DefaultReaperInterval     = 5 * time.Second
 	DefaultRunRetention       = 7 * 24 * time.Hour
+	DefaultAuditRetention     = 90 * 24 * time.Hour
 	DefaultShutdownTimeout    = 25 * time.Second
 	DefaultLookahead          = 2 * time.Second
 	DefaultQueueStatsInterval = 5 * time.Second
@@ -78,6 +80,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RunRetention <= 0 {
 		c.RunRetention = DefaultRunRetention
+	}
+	if c.AuditRetention <= 0 {
+		c.AuditRetention = DefaultAuditRetention
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout

@@ -15,7 +15,8 @@ const (
 	pruneInterval = time.Minute
 )
 
-// pruner deletes terminal runs older than RunRetention.
+// pruner deletes terminal runs older than RunRetention, audit history
+// older than AuditRetention and idempotency keys past their 24 hours.
 type pruner struct{ r *Reactor }
 
 func newPruner(r *Reactor) *pruner { return &pruner{r: r} }
@@ -25,6 +26,7 @@ func (p *pruner) run(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		p.prune(ctx)
+		p.pruneHistory(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -59,6 +61,42 @@ func (p *pruner) prune(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-time.After(prunePause):
+		}
+	}
+}
+
+// pruneHistory deletes expired audit entries and idempotency keys, batch
+// by batch like prune.
+func (p *pruner) pruneHistory(ctx context.Context) {
+	r := p.r
+	steps := []struct {
+		what string
+		del  func() (int, error)
+	}{
+		{"audit history entries", func() (int, error) { return r.db.PruneAudit(ctx, r.cfg.AuditRetention, pruneBatch) }},
+		{"idempotency keys", func() (int, error) { return r.db.PruneIdempotencyKeys(ctx, pruneBatch) }},
+	}
+	for _, s := range steps {
+		total := 0
+		for ctx.Err() == nil {
+			n, err := s.del()
+			if err != nil {
+				if ctx.Err() == nil {
+					r.log.Error("prune "+s.what+" failed", "err", err)
+				}
+				break
+			}
+			total += n
+			if n < pruneBatch {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(prunePause):
+			}
+		}
+		if total > 0 {
+			r.log.Info("pruned "+s.what, "count", total)
 		}
 	}
 }

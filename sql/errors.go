@@ -29,6 +29,8 @@ var constraintFields = map[string]string{
 	"jobs_backoff_base_seconds_check": "backoff_base_seconds",
 	"jobs_backoff_max_seconds_check":  "backoff_max_seconds",
 	"jobs_overlap_check":              "overlap",
+	"jobs_description_check":          "description",
+	"jobs_labels_check":               "labels",
 	"job_runs_status_check":           "status",
 	"job_runs_trigger_check":          "trigger",
 }
@@ -65,6 +67,10 @@ func mapErr(err error, what string) error {
 	case "23503": // foreign_key_violation: the job (or run) is gone
 		return chronos.Errorf(chronos.ENOTFOUND, "%s: not found", what)
 	case "23505": // unique_violation
+		if pe.ConstraintName == "jobs_name_key" {
+			return &chronos.Error{Code: chronos.ECONFLICT, Message: what + ": a job with this name already exists",
+				Fields: map[string]string{"name": "is taken by another job"}}
+		}
 		return chronos.Errorf(chronos.ECONFLICT, "%s: already exists", what)
 	case "22P02", "22007", "22008", "22001", "22003", "22023", "22021", "22P05", "54000":
 		// invalid text / datetime / too long / out of range / bad parameter /

@@ -2,6 +2,8 @@ package sql_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,9 +13,12 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
+// jobSeq numbers test jobs: names are unique.
+var jobSeq atomic.Int64
+
 // cronJob returns a valid job on expr (a one-shot when expr is "").
 func cronJob(expr string) *chronos.Job {
-	j := &chronos.Job{Name: "job", TargetURL: "http://127.0.0.1:9/hook", Enabled: true}
+	j := &chronos.Job{Name: fmt.Sprintf("job-%d", jobSeq.Add(1)), TargetURL: "http://127.0.0.1:9/hook", Enabled: true}
 	if expr != "" {
 		j.CronExpr = ptr(expr)
 	}

@@ -51,15 +51,22 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 		next = nil // a paused cron job has no next run; resuming starts from then
 	}
 	args := append(append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets)), policyArgs(j)...)
-	args = append(args, j.CreatedAt)
+	args = append(args, j.CreatedAt, j.Description, labelsArg(j), chronos.ActorFrom(ctx),
+		changesArg(chronos.JobChanges(nil, j)))
+	// The job and its first audit entry in one statement.
 	err = db.Pool.QueryRow(ctx, `
+		WITH ins AS (
 		INSERT INTO jobs (name, cron_expr, run_at, timezone, target_url, method, headers, payload,
 		                  timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds,
 		                  overlap, enabled, next_run_at, secret_headers, signing_secrets, starts_at, ends_at, misfire,
-		                  starting_deadline_seconds, jitter_seconds, exclude, created_at, updated_at)
+		                  starting_deadline_seconds, jitter_seconds, exclude, created_at, updated_at, description, labels)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-		        $21, $22, $23, $24, $25, $25)
-		RETURNING id, next_run_at, created_at, updated_at`,
+		        $21, $22, $23, $24, $25, $25, $26, $27)
+		RETURNING id, next_run_at, created_at, updated_at
+		), audit AS (
+			INSERT INTO job_audit (job_id, action, actor, changes) SELECT id, 'create', $28, $29::jsonb FROM ins
+		)
+		SELECT id, next_run_at, created_at, updated_at FROM ins`,
 		args...,
 	).Scan(&j.ID, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt)
 	if err != nil {
@@ -113,11 +120,14 @@ func (db *DB) Job(ctx context.Context, id int64) (*chronos.Job, error) {
 
 func jobNotFound(id int64) error { return chronos.Errorf(chronos.ENOTFOUND, "job %d not found", id) }
 
-// JobFilter selects a page of jobs.
+// JobFilter selects a page of jobs. Every set filter must match.
 type JobFilter struct {
-	Enabled *bool  // nil: all
-	Cursor  string // opaque, from a previous page; "" starts at the beginning
-	Limit   int    // default 50, capped at 500
+	Enabled    *bool             // nil: all
+	NamePrefix string            // names that begin with it (bytewise)
+	Q          string            // a case-insensitive substring of the name or the description
+	Labels     map[string]string // every label must be on the job
+	Cursor     string            // opaque, from a previous page; "" starts at the beginning
+	Limit      int               // default 50, capped at 500
 }
 
 // Jobs returns a page of jobs in id order and the cursor of the next page
@@ -128,20 +138,20 @@ func (db *DB) Jobs(ctx context.Context, f JobFilter) ([]*chronos.Job, string, er
 		return nil, "", err
 	}
 	limit := pageLimit(f.Limit)
-	q := "SELECT " + jobColumns + " FROM jobs WHERE id > $1"
 	args := []any{after, limit + 1}
+	cond := ""
 	if f.Enabled != nil {
-		q += " AND enabled = $3"
+		cond += " AND enabled = $3"
 		args = append(args, *f.Enabled)
 	}
-	q += " ORDER BY id LIMIT $2"
-	rows, err := db.Pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", mapErr(err, "list jobs")
+	var jobs []*chronos.Job
+	if search := f.where(&args); search != "" {
+		jobs, err = db.searchJobs(ctx, cond+search, args)
+	} else {
+		jobs, err = db.queryJobs(ctx, "SELECT "+jobColumns+" FROM jobs WHERE id > $1"+cond+" ORDER BY id LIMIT $2", args)
 	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanJob(r) })
 	if err != nil {
-		return nil, "", mapErr(err, "list jobs")
+		return nil, "", err
 	}
 	// One row more than the page says whether there is a next one, so the
 	// last page never hands out a cursor to an empty page.
@@ -232,22 +242,30 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 	}
 
 	args := append(append(append([]any{id}, jobArgs(j, next)...), secretHeadersArg(j)), policyArgs(j)...)
+	args = append(args, j.Description, labelsArg(j))
 	var stored jobScan
 	err = tx.QueryRow(ctx, `
 		UPDATE jobs SET name = $2, cron_expr = $3, run_at = $4, timezone = $5, target_url = $6, method = $7,
 		       headers = $8, payload = $9, timeout_seconds = $10, max_retries = $11, backoff = $12,
 		       backoff_base_seconds = $13, backoff_max_seconds = $14, overlap = $15, enabled = $16,
 		       next_run_at = $17, secret_headers = $18, starts_at = $19, ends_at = $20, misfire = $21,
-		       starting_deadline_seconds = $22, jitter_seconds = $23, exclude = $24, updated_at = now()
+		       starting_deadline_seconds = $22, jitter_seconds = $23, exclude = $24, description = $25, labels = $26,
+		       updated_at = now()
 		 WHERE id = $1
 		RETURNING `+jobColumns, args...).Scan(stored.dest()...)
 	if err != nil {
 		return nil, mapErr(err, "update job")
 	}
+	after := stored.job()
+	if changes := chronos.JobChanges(&old, after); len(changes) > 0 {
+		if err := recordAudit(ctx, tx, id, auditAction(changes), nil, changes); err != nil {
+			return nil, err
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, mapErr(err, "update job")
 	}
-	return stored.job(), nil
+	return after, nil
 }
 
 // scheduleChange is what a PATCH did to a job's schedule.
@@ -332,14 +350,23 @@ func (db *DB) now(ctx context.Context) (time.Time, error) {
 	return t.UTC(), err
 }
 
-// DeleteJob deletes a job and its runs. ENOTFOUND.
+// DeleteJob deletes a job and its runs, and records it in the job's
+// audit history, which outlives it. ENOTFOUND.
 func (db *DB) DeleteJob(ctx context.Context, id int64) error {
-	tag, err := db.Pool.Exec(ctx, "DELETE FROM jobs WHERE id = $1", id)
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("delete job: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	j, err := scanJob(tx.QueryRow(ctx, "DELETE FROM jobs WHERE id = $1 RETURNING "+jobColumns, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return jobNotFound(id)
+	}
 	if err != nil {
 		return mapErr(err, "delete job")
 	}
-	if tag.RowsAffected() == 0 {
-		return jobNotFound(id)
+	if err := recordAudit(ctx, tx, id, chronos.AuditDelete, nil, chronos.JobChanges(j, nil)); err != nil {
+		return err
 	}
-	return nil
+	return mapErr(tx.Commit(ctx), "delete job")
 }

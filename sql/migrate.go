@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sort"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/tern/v2/migrate"
 )
 
@@ -30,6 +32,11 @@ func Migrate(ctx context.Context, dsn string) error {
 	cfg, err := connConfig(dsn)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	// A migration reports what it changed in users' data (e.g. jobs
+	// renamed to make names unique) with RAISE NOTICE: log it.
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		slog.Info("migration notice", slog.String("message", n.Message))
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
@@ -76,4 +83,14 @@ func SchemaHash() string {
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Migrations returns the embedded migrations, for tests that step through
+// them one version at a time (tern's Migrator.MigrateTo).
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded: it is there
+	}
+	return sub
 }

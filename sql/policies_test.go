@@ -299,9 +299,12 @@ func TestStartingDeadline(t *testing.T) {
 	if len(runs) != 1 || runs[0].Status != chronos.StatusMissed || runs[0].FinishedAt == nil || runs[0].AttemptCount != 0 {
 		t.Fatalf("run %+v, want missed", runs[0])
 	}
-	// The next occurrence is 20 s late at the next tick: not created.
-	setNextRunAt(t, db, j.ID, ptr(now.Add(-20*time.Second)))
-	res, err = db.Materialize(ctx, now, 0, 10)
+	// The next occurrence is 30 s late at the next tick: not created. (A
+	// minute's occurrence, 30 s before the clock the call is given: one
+	// occurrence late, no gap.)
+	occ := now.Truncate(time.Minute).Add(time.Hour)
+	setNextRunAt(t, db, j.ID, ptr(occ))
+	res, err = db.Materialize(ctx, occ.Add(30*time.Second), 0, 10)
 	if err != nil || res.Created != 0 || res.Missed[j.ID][chronos.SkipDeadline] != 1 {
 		t.Fatalf("late occurrence: %+v %v", res, err)
 	}

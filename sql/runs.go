@@ -16,9 +16,14 @@ import (
 // now" is an explicit request, also for a paused job.
 func (db *DB) Trigger(ctx context.Context, jobID int64) (*chronos.Run, error) {
 	r, err := scanRun(db.Pool.QueryRow(ctx, `
-		INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
-		VALUES ($1, now(), 'manual', now())
-		RETURNING `+runColumns, jobID))
+		WITH r AS (
+			INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+			VALUES ($1, now(), 'manual', now())
+			RETURNING `+runColumns+`
+		), audit AS (
+			INSERT INTO job_audit (job_id, action, actor, run_id) SELECT job_id, 'trigger', $2, id FROM r
+		)
+		SELECT `+runColumns+` FROM r`, jobID, chronos.ActorFrom(ctx)))
 	if err != nil {
 		if pgCode(err) == "23503" { // foreign_key_violation: no such job
 			return nil, jobNotFound(jobID)
@@ -168,6 +173,9 @@ func (db *DB) Redrive(ctx context.Context, runID int64) (*chronos.Run, error) {
 		RETURNING `+runColumns, jobID, scheduledAt, runID))
 	if err != nil {
 		return nil, mapErr(err, "redrive run")
+	}
+	if err := recordAudit(ctx, tx, jobID, chronos.AuditRedrive, &r.ID, nil); err != nil {
+		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, mapErr(err, "redrive run")

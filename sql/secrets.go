@@ -91,6 +91,15 @@ func (db *DB) updateSigningSecrets(ctx context.Context, id int64, what string,
 	if err != nil {
 		return nil, mapErr(err, what)
 	}
+	// An update in the audit history: the secrets' metadata before and
+	// after (their values never marshal).
+	before := *j
+	before.SigningSecrets = fromStored(stored)
+	if changes := chronos.JobChanges(&before, j); len(changes) > 0 {
+		if err := recordAudit(ctx, tx, id, chronos.AuditUpdate, nil, changes); err != nil {
+			return nil, err
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, mapErr(err, what)
 	}

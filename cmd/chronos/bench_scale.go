@@ -276,7 +276,7 @@ func (e *benchEnv) insertJobs(ctx context.Context, n int) (bypassed bool, err er
 	}
 	_, err = tx.Exec(ctx, `
 		INSERT INTO jobs (name, cron_expr, target_url, next_run_at, max_retries)
-		SELECT 'bench-scale-' || g, '0 0 1 1 *', $1, $2, 0 FROM generate_series(1, $3) g`,
+		SELECT 'bench-scale-' || (SELECT coalesce(max(id), 0) FROM jobs) + g, '0 0 1 1 *', $1, $2, 0 FROM generate_series(1, $3) g`,
 		e.target.base+"/scale", next, n)
 	if err != nil {
 		return false, fmt.Errorf("insert %d jobs: %w", n, err)

@@ -34,6 +34,7 @@ type serveConfig struct {
 	LeaderPollInterval     time.Duration
 	ReaperInterval         time.Duration
 	RunRetention           time.Duration
+	AuditRetention         time.Duration
 	ShutdownTimeout        time.Duration
 	APIKeys                []string
 	AuthDisabled           bool
@@ -132,6 +133,8 @@ var serveVars = []envVar{
 		durationVar(func(c *serveConfig) *time.Duration { return &c.ReaperInterval })},
 	{"RUN_RETENTION", "168h", "finished runs older than this are pruned by the leader",
 		durationVar(func(c *serveConfig) *time.Duration { return &c.RunRetention })},
+	{"AUDIT_RETENTION", "2160h", "audit history entries (GET /v1/jobs/{id}/history) older than this are pruned by the leader",
+		durationVar(func(c *serveConfig) *time.Duration { return &c.AuditRetention })},
 	{"SHUTDOWN_TIMEOUT", "25s", "on SIGTERM/SIGINT, how long in-flight requests may finish before their runs are released",
 		durationVar(func(c *serveConfig) *time.Duration { return &c.ShutdownTimeout })},
 	{"API_KEYS", "", "comma-separated API keys for `Authorization: Bearer <key>` on /v1: key, name:key or name:read|write:key; key may be sha256:<hex> (required unless AUTH_DISABLED=true)",

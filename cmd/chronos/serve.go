@@ -128,6 +128,7 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		LeaderPollInterval:    cfg.LeaderPollInterval,
 		ReaperInterval:        cfg.ReaperInterval,
 		RunRetention:          cfg.RunRetention,
+		AuditRetention:        cfg.AuditRetention,
 		ShutdownTimeout:       cfg.ShutdownTimeout,
 		SigningSecret:         cfg.SigningSecret,
 		AllowPrivateTargets:   cfg.AllowPrivateTargets,

@@ -2,6 +2,8 @@ package reactortest
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,13 +11,16 @@ import (
 	"github.com/chronoshq/chronos/sql"
 )
 
+// jobSeq numbers unnamed test jobs: names are unique.
+var jobSeq atomic.Int64
+
 // CreateJob stores j, enabled, with the defaults applied. Without a name it
-// is "test"; without cron_expr or run_at it is a one-shot a year ahead, so
+// is "test-<n>", unique; without cron_expr or run_at it is a one-shot a year ahead, so
 // it only runs when triggered.
 func CreateJob(t testing.TB, db *sql.DB, j *chronos.Job) *chronos.Job {
 	t.Helper()
 	if j.Name == "" {
-		j.Name = "test"
+		j.Name = fmt.Sprintf("test-%d", jobSeq.Add(1))
 	}
 	if j.CronExpr == nil && j.RunAt == nil {
 		at := time.Now().Add(365 * 24 * time.Hour).UTC()

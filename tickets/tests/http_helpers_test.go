@@ -2,11 +2,13 @@ package tests
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	nethttp "net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,8 +125,12 @@ func wantInvalid(t testing.TB, r apiResponse, fields ...string) {
 	}
 }
 
-// apiJobBody is a valid create body for a cron job.
+// apiJobSeq numbers job names: names are unique.
+var apiJobSeq atomic.Int64
+
+// apiJobBody is a valid create body for a cron job, named name-<n>.
 func apiJobBody(name string) map[string]any {
+	name = fmt.Sprintf("%s-%d", name, apiJobSeq.Add(1))
 	return map[string]any{"name": name, "cron_expr": "*/10 * * * *", "target_url": "http://127.0.0.1:9/hook"}
 }
 

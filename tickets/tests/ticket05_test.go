@@ -2,6 +2,7 @@ package tests
 
 import (
 	"encoding/json"
+	"fmt"
 	nethttp "net/http"
 	"reflect"
 	"testing"
@@ -16,7 +17,7 @@ func TestTicket05PatchWithoutEnabled(t *testing.T) {
 	a := newAPIServer(t)
 	for _, enabled := range []bool{true, false} {
 		body := map[string]any{
-			"name": "full", "cron_expr": "0 3 * * *", "timezone": "Europe/Berlin",
+			"name": fmt.Sprintf("full-%v", enabled), "cron_expr": "0 3 * * *", "timezone": "Europe/Berlin",
 			"target_url": "http://127.0.0.1:9/full", "method": "PUT", "headers": map[string]string{"X-Env": "prod"},
 			"payload": map[string]any{"report": "daily"}, "timeout_seconds": 12, "max_retries": 7,
 			"backoff": "linear", "backoff_base_seconds": 3, "backoff_max_seconds": 90, "overlap": "skip",

@@ -3,6 +3,7 @@ package tests
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	nethttp "net/http"
 	"net/http/httptest"
 	"testing"
@@ -34,7 +35,7 @@ func TestTicket16LinearBackoff(t *testing.T) {
 
 	create := func(body map[string]any) *chronos.Job {
 		t.Helper()
-		body["name"] = "t16"
+		body["name"] = fmt.Sprintf("t16-%d", apiJobSeq.Add(1)) // names are unique
 		body["run_at"] = time.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339)
 		body["target_url"] = tg.URL
 		b, _ := json.Marshal(body)

@@ -1,0 +1,48 @@
+package http
+
+import (
+	nethttp "net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/chronoshq/chronos"
+)
+
+// historyPage is the body of GET /v1/jobs/{id}/history.
+type historyPage struct {
+	Entries    []chronos.AuditEntry `json:"entries"`
+	NextCursor *string              `json:"next_cursor"`
+}
+
+// jobHistory is GET /v1/jobs/{id}/history: who changed the job, when and
+// how, newest first; also after the job was deleted.
+func (s *Server) jobHistory(c *gin.Context) {
+	id, err := parseID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	q, err := parseQuery(c, "limit", "cursor")
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	limit, err := parseLimit(q)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	entries, next, err := s.db.History(c.Request.Context(), id, q["cursor"], limit)
+	if err != nil {
+		s.fail(c, cursorError(err, q["cursor"]))
+		return
+	}
+	out := historyPage{Entries: entries}
+	if out.Entries == nil {
+		out.Entries = []chronos.AuditEntry{}
+	}
+	if next != "" {
+		out.NextCursor = &next
+	}
+	c.JSON(nethttp.StatusOK, out)
+}
