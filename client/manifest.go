@@ -74,15 +74,7 @@ func LoadManifest(paths []string, stdin io.Reader) ([]*Spec, error) {
 	var problems []string
 	seen := map[string]string{}
 	for _, f := range files {
-		var data []byte
-		var err error
-		name := f
-		if f == "-" {
-			name = "<stdin>"
-			data, err = io.ReadAll(stdin)
-		} else {
-			data, err = os.ReadFile(f)
-		}
+		name, data, err := readFile(f, stdin)
 		if err != nil {
 			return nil, err
 		}
@@ -109,6 +101,32 @@ func LoadManifest(paths []string, stdin io.Reader) ([]*Spec, error) {
 		return nil, &ManifestError{Problems: problems}
 	}
 	return specs, nil
+}
+
+// ReadObjects reads the jobs of one file ("-": stdin) as raw JSON
+// objects, unchecked: what `chronos jobs create -f` and `update -f` send.
+func ReadObjects(path string, stdin io.Reader) ([]json.RawMessage, error) {
+	name, data, err := readFile(path, stdin)
+	if err != nil {
+		return nil, err
+	}
+	raws, err := splitJobs(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return raws, nil
+}
+
+func readFile(path string, stdin io.Reader) (name string, data []byte, err error) {
+	if path == "-" {
+		if stdin == nil {
+			return "<stdin>", nil, nil
+		}
+		data, err = io.ReadAll(stdin)
+		return "<stdin>", data, err
+	}
+	data, err = os.ReadFile(path)
+	return path, data, err
 }
 
 // splitJobs decodes every YAML document of data into the raw JSON of each

@@ -72,3 +72,6 @@ func labelsOf(j *chronos.Job) map[string]string {
 	_ = json.Unmarshal(b, &v)
 	return v.Labels
 }
+
+// LabelsOf returns a job's labels (nil when the server has none to show).
+func LabelsOf(j *chronos.Job) map[string]string { return labelsOf(j) }
