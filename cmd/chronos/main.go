@@ -19,7 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-		"strings"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
