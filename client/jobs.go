@@ -201,6 +201,7 @@ type HistoryEntry struct {
 	Action  string                     `json:"action"`
 	Actor   string                     `json:"actor"`
 	At      time.Time                  `json:"at"`
+	RunID   *int64                     `json:"run_id"`
 	Changes map[string]json.RawMessage `json:"changes"`
 	Raw     json.RawMessage            `json:"-"`
 }
@@ -245,20 +246,48 @@ func (c *Client) JobHistory(ctx context.Context, id int64, limit int, cursor str
 	}
 	var p struct {
 		Entries    []HistoryEntry `json:"entries"`
-		History    []HistoryEntry `json:"history"`
 		NextCursor *string        `json:"next_cursor"`
 	}
 	if err := c.do(ctx, request{method: http.MethodGet, path: jobPath(id) + "/history", query: q}, &p); err != nil {
 		return nil, err
 	}
 	out := &HistoryPage{Entries: p.Entries}
-	if out.Entries == nil {
-		out.Entries = p.History
-	}
 	if p.NextCursor != nil {
 		out.NextCursor = *p.NextCursor
 	}
 	return out, nil
+}
+
+// BulkResult is the answer of a bulk pause or resume: the jobs changed,
+// and whether matching jobs remain for another call.
+type BulkResult struct {
+	JobIDs []int64 `json:"job_ids"`
+	Count  int     `json:"count"`
+	More   bool    `json:"more"`
+}
+
+// PauseJobs pauses up to 1,000 jobs that carry every label of sel and are
+// not paused yet (POST /v1/jobs/pause); call again while More.
+func (c *Client) PauseJobs(ctx context.Context, sel Selector) (*BulkResult, error) {
+	return c.bulk(ctx, "/v1/jobs/pause", sel)
+}
+
+// ResumeJobs resumes up to 1,000 paused jobs that carry every label of sel
+// (POST /v1/jobs/resume); call again while More.
+func (c *Client) ResumeJobs(ctx context.Context, sel Selector) (*BulkResult, error) {
+	return c.bulk(ctx, "/v1/jobs/resume", sel)
+}
+
+func (c *Client) bulk(ctx context.Context, path string, sel Selector) (*BulkResult, error) {
+	q := url.Values{}
+	for _, t := range sel.Terms() {
+		q.Add("label", t)
+	}
+	var out BulkResult
+	if err := c.do(ctx, request{method: http.MethodPost, path: path, query: q}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // SetEnabledBySelector pauses (enabled false) or resumes (true) every job
