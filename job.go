@@ -2,6 +2,7 @@ package chronos
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -50,18 +51,25 @@ const (
 	MaxHeaders                = 50
 	MaxHeaderValueLength      = 4096
 	MaxPayloadBytes           = 64 << 10
+	// MaxPayloadDepth bounds the nesting of a payload: every job response
+	// carries it, a few levels down, and common JSON parsers refuse deep
+	// nesting (Go's at 10000 levels, serde_json's at 128 by default).
+	MaxPayloadDepth = 100
+	// MinYear and MaxYear bound the UTC year of every time a job holds:
+	// RFC 3339, and so the API's JSON, cannot write a year past 9999, and
+	// Go's year 0 is Postgres' 1 BC.
+	MinYear = 1
+	MaxYear = 9999
 )
 
 // Timeout is the per-attempt timeout.
 func (j *Job) Timeout() time.Duration { return time.Duration(j.TimeoutSeconds) * time.Second }
 
-// Location returns the job's time zone (UTC when unset or unknown; Validate
-// rejects unknown zones before a job is stored).
+// Location returns the job's time zone (UTC when unset or not an IANA
+// zone, so that no instance reads a schedule in its own local time;
+// Validate rejects such zones before a job is stored).
 func (j *Job) Location() *time.Location {
-	if j.Timezone == "" {
-		return time.UTC
-	}
-	loc, err := time.LoadLocation(j.Timezone)
+	loc, err := LoadTimezone(j.Timezone)
 	if err != nil {
 		return time.UTC
 	}
@@ -110,7 +118,11 @@ var allowedMethods = map[string]bool{
 }
 
 // Validate checks every field of a job (after defaults) and returns an
-// EINVALID error naming each bad field, or nil.
+// EINVALID error naming each bad field, or nil. It does not look at the
+// clock: a cron expression is checked for syntax only, so a stored job
+// whose schedule has ended (a year-bounded expression) stays valid and can
+// be paused, renamed or re-enabled. Whether the schedule fires again is
+// ValidateSchedule's question, asked at create and when cron_expr changes.
 func (j *Job) Validate() error {
 	f := map[string]string{}
 	if strings.TrimSpace(j.Name) == "" {
@@ -127,17 +139,17 @@ func (j *Job) Validate() error {
 		f["cron_expr"] = "one of cron_expr or run_at is required"
 		f["run_at"] = "one of cron_expr or run_at is required"
 	}
-	loc, err := LoadTimezone(j.Timezone)
-	if err != nil {
+	if j.RunAt != nil && f["run_at"] == "" {
+		if err := checkYear(*j.RunAt); err != nil {
+			f["run_at"] = err.Error()
+		}
+	}
+	if _, err := LoadTimezone(j.Timezone); err != nil {
 		f["timezone"] = err.Error()
 	}
 	if hasCron {
-		if err := ValidateCron(*j.CronExpr); err != nil {
+		if err := ValidateCronSyntax(*j.CronExpr); err != nil {
 			f["cron_expr"] = err.Error()
-		} else if loc != nil {
-			if _, err := NextOccurrence(*j.CronExpr, loc, time.Now()); err != nil {
-				f["cron_expr"] = err.Error()
-			}
 		}
 	}
 	if err := ValidateTargetURL(j.TargetURL); err != nil {
@@ -154,7 +166,7 @@ func (j *Job) Validate() error {
 			f["headers"] = fmt.Sprintf("invalid header name %q", k)
 		} else if strings.HasPrefix(strings.ToLower(k), "x-chronos-") || strings.EqualFold(k, "host") || strings.EqualFold(k, "content-length") {
 			f["headers"] = fmt.Sprintf("header %q is reserved", k)
-		} else if len(v) > MaxHeaderValueLength || strings.ContainsAny(v, "\r\n\x00") {
+		} else if len(v) > MaxHeaderValueLength || !validHeaderValue(v) {
 			f["headers"] = fmt.Sprintf("invalid value for header %q", k)
 		}
 	}
@@ -163,6 +175,8 @@ func (j *Job) Validate() error {
 		f["payload"] = fmt.Sprintf("must be at most %d bytes", MaxPayloadBytes)
 	} else if len(j.Payload) > 0 && !json.Valid(j.Payload) {
 		f["payload"] = "must be valid JSON"
+	} else if jsonDepth(j.Payload) > MaxPayloadDepth {
+		f["payload"] = fmt.Sprintf("must nest at most %d levels deep", MaxPayloadDepth)
 	}
 	if j.TimeoutSeconds < 1 || j.TimeoutSeconds > MaxTimeoutSeconds {
 		f["timeout_seconds"] = fmt.Sprintf("must be between 1 and %d", MaxTimeoutSeconds)
@@ -190,19 +204,118 @@ func (j *Job) Validate() error {
 	return nil
 }
 
-// LoadTimezone loads an IANA time zone; "" is UTC.
+// ValidateSchedule checks that a cron job fires after now, read in its
+// time zone, and returns an EINVALID error naming cron_expr when it never
+// does (e.g. "0 0 30 2 *", or a year that has passed). Ask it at create
+// and when an update changes cron_expr (CronExprChanged), after Validate:
+// a job whose unchanged schedule has ended stays updatable. One-shots
+// always pass: a run_at in the past runs at once.
+func (j *Job) ValidateSchedule(now time.Time) error {
+	if j.CronExpr == nil {
+		return nil
+	}
+	if _, err := NextOccurrence(*j.CronExpr, j.Location(), now); err != nil {
+		if errors.Is(err, ErrNeverFires) {
+			return InvalidFields(map[string]string{"cron_expr": ErrNeverFires.Error() + " again"})
+		}
+		return InvalidFields(map[string]string{"cron_expr": err.Error()})
+	}
+	return nil
+}
+
+// CronExprChanged reports whether an update gave a job a new cron
+// expression (a different one, or one where it had none): the case in
+// which ValidateSchedule must hold. Sending the stored expression back is
+// no change.
+func CronExprChanged(before, after *string) bool {
+	return after != nil && (before == nil || *before != *after)
+}
+
+// jsonDepth returns how deep arrays and objects nest in b, valid JSON.
+func jsonDepth(b []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// checkYear refuses a time that cannot be written back as RFC 3339 in UTC.
+func checkYear(t time.Time) error {
+	if y := t.UTC().Year(); y < MinYear || y > MaxYear {
+		return fmt.Errorf("must be between years %d and %d in UTC (this is year %d in UTC)", MinYear, MaxYear, y)
+	}
+	return nil
+}
+
+// LoadTimezone loads an IANA time zone by its name ("Europe/Berlin",
+// "UTC"); "" is UTC. Names that do not denote one fixed zone everywhere
+// are refused: "Local" and "localtime" follow each instance's TZ, and
+// the zoneinfo directory's other entries (posixrules, posix/..., right/...
+// with leap seconds, zone.tab) are not zone names.
 func LoadTimezone(name string) (*time.Location, error) {
 	if name == "" {
 		return time.UTC, nil
 	}
-	if len(name) > 64 || strings.ContainsAny(name, "\x00\\") || strings.HasPrefix(name, "/") || strings.Contains(name, "..") {
-		return nil, fmt.Errorf("unknown time zone %q", name)
+	if !ianaName(name) {
+		if strings.EqualFold(name, "Local") || strings.EqualFold(name, "localtime") {
+			return nil, fmt.Errorf("%q follows each instance's own time zone: use an IANA time zone name such as \"Europe/Berlin\", or \"UTC\"", name)
+		}
+		return nil, fmt.Errorf("unknown time zone %q: use an IANA time zone name such as \"Europe/Berlin\", or \"UTC\"", name)
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
-		return nil, fmt.Errorf("unknown time zone %q", name)
+		return nil, fmt.Errorf("unknown time zone %q: use an IANA time zone name such as \"Europe/Berlin\", or \"UTC\"", name)
 	}
 	return loc, nil
+}
+
+// ianaName reports whether name has the form of an IANA zone name: parts
+// separated by single slashes, each starting with an upper-case ASCII
+// letter followed by letters, digits, '_', '-' or '+' ("Etc/GMT+5",
+// "America/Port-au-Prince"), and is not "Local", which time.LoadLocation
+// takes for the machine's zone. Every zone of the database has this form;
+// the other entries of a zoneinfo directory do not.
+func ianaName(name string) bool {
+	if len(name) > 64 || name == "Local" {
+		return false
+	}
+	for _, part := range strings.Split(name, "/") {
+		if part == "" || part[0] < 'A' || part[0] > 'Z' {
+			return false
+		}
+		for _, c := range part[1:] {
+			ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '+'
+			if !ok {
+				return false
+			}
+		}
+	}
+	// On a case-insensitive file system "LOCALTIME" or "Posix/..." would
+	// still find those files.
+	first, _, _ := strings.Cut(strings.ToLower(name), "/")
+	switch first {
+	case "local", "localtime", "posixrules", "posix", "right":
+		return false
+	}
+	return true
 }
 
 // ValidateTargetURL checks that u is an absolute http(s) URL whose host is
@@ -232,6 +345,17 @@ func ValidateTargetURL(u string) error {
 		return fmt.Errorf("the metadata address is never allowed")
 	}
 	return nil
+}
+
+// validHeaderValue refuses the control characters (all but tab, and DEL)
+// that net/http will not send: a job holding one could never be delivered.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 func validHeaderName(k string) bool {

@@ -63,7 +63,9 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 		if u.RunAt.Null {
 			j.RunAt = nil
 		} else {
-			v := u.RunAt.Value.UTC()
+			// Postgres keeps microseconds: what is answered is what is
+			// stored, not a value with nanoseconds that reads back shorter.
+			v := u.RunAt.Value.UTC().Truncate(time.Microsecond)
 			j.RunAt = &v
 		}
 		rescheduled = true

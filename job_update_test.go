@@ -179,3 +179,16 @@ func TestJobUpdateWrongTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestJobUpdateRunAtMicroseconds: run_at keeps what Postgres keeps, so the
+// answer to a create or PATCH is the value a later GET shows.
+func TestJobUpdateRunAtMicroseconds(t *testing.T) {
+	t.Parallel()
+	j := storedJob()
+	if _, err := decodeUpdate(t, `{"cron_expr": null, "run_at": "2030-01-02T03:04:05.123456789+01:00"}`).Apply(j); err != nil {
+		t.Fatal(err)
+	}
+	if want := mustTime(t, "2030-01-02T02:04:05.123456Z"); !j.RunAt.Equal(want) {
+		t.Fatalf("run_at %s, want %s", j.RunAt.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
+	}
+}

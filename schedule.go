@@ -1,6 +1,7 @@
 package chronos
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -26,13 +27,23 @@ import (
 // Occurrences are always strictly after the reference instant, in whole
 // seconds.
 
-// ValidateCron checks a cron expression: 5 fields (minute hour day month
-// weekday), an optional leading seconds field (6 fields), an optional
-// trailing year (7 fields, or 6 when the last is a 4-digit year), the
-// macros (@yearly, @annually, @monthly, @weekly, @daily, @hourly and gronx's
-// others), names (JAN, MON), and L, W, #. It also rejects an expression
-// that never fires again (e.g. "0 0 30 2 *"); that check costs at most a
-// few milliseconds.
+// ValidateCronSyntax checks that a cron expression is well-formed: 5
+// fields (minute hour day month weekday), an optional leading seconds
+// field (6 fields), an optional trailing year (7 fields, or 6 when the
+// last is a 4-digit year), the macros (@yearly, @annually, @monthly,
+// @weekly, @daily, @hourly and gronx's others), names (JAN, MON), and L,
+// W, #. It does not ask whether the expression fires (again): a stored
+// schedule that has ended is still well-formed.
+func ValidateCronSyntax(expr string) error {
+	_, err := parseCron(expr)
+	return err
+}
+
+// ValidateCron checks a cron expression's syntax (ValidateCronSyntax) and
+// also rejects one that never fires again on a UTC wall clock (e.g.
+// "0 0 30 2 *", or a year that has passed), with ErrNeverFires; that check
+// costs at most a few milliseconds. A job's own check, in its time zone,
+// is Job.ValidateSchedule.
 func ValidateCron(expr string) error {
 	c, err := parseCron(expr)
 	if err != nil {
@@ -145,10 +156,16 @@ func resolveWall(w time.Time, loc *time.Location) (time.Time, time.Time) {
 
 // NextRun returns the job's next occurrence strictly after `after`: the
 // cron schedule's next tick, or run_at for a one-shot whose time has not
-// been materialized yet (nil when there is none).
+// been materialized yet. It is nil when there is none, including for a
+// cron schedule that has ended (whether a new schedule may end before it
+// starts is ValidateSchedule's question). An error is a stored expression
+// that does not parse.
 func (j *Job) NextRun(after time.Time) (*time.Time, error) {
 	if j.CronExpr != nil {
 		t, err := NextOccurrence(*j.CronExpr, j.Location(), after)
+		if errors.Is(err, ErrNeverFires) {
+			return nil, nil
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -269,6 +269,9 @@ func TestValidateCron(t *testing.T) {
 		"  0 0 * * *  ", "0   0 * * *",
 	}
 	for _, expr := range valid {
+		if err := ValidateCronSyntax(expr); err != nil {
+			t.Errorf("ValidateCronSyntax(%q) = %v, want nil", expr, err)
+		}
 		if err := ValidateCron(expr); err != nil {
 			t.Errorf("ValidateCron(%q) = %v, want nil", expr, err)
 		}
@@ -309,6 +312,9 @@ func TestValidateCron(t *testing.T) {
 		{strings.Repeat("1,", 200) + "1 * * * *", "longer"},
 	}
 	for _, tc := range invalid {
+		if err := ValidateCronSyntax(tc.expr); (err == nil) != (tc.mention == "never fires") {
+			t.Errorf("ValidateCronSyntax(%q) = %v: the syntax check is not about firing", tc.expr, err)
+		}
 		err := ValidateCron(tc.expr)
 		if err == nil {
 			t.Errorf("ValidateCron(%q) = nil, want an error", tc.expr)
@@ -352,10 +358,16 @@ func TestJobNextRun(t *testing.T) {
 	if got, err := j.NextRun(after); got != nil || err != nil {
 		t.Fatalf("empty job NextRun = %v, %v", got, err)
 	}
-	bad := "0 0 30 2 *"
+	// A schedule that has ended has no next run; that is no error.
+	ended := "0 0 1 1 * 2020"
+	j = &Job{CronExpr: &ended}
+	if got, err := j.NextRun(after); got != nil || err != nil {
+		t.Fatalf("ended cron NextRun = %v, %v, want none", got, err)
+	}
+	bad := "61 * * * *"
 	j = &Job{CronExpr: &bad}
 	if _, err := j.NextRun(after); err == nil {
-		t.Fatal("never-firing cron NextRun: want error")
+		t.Fatal("malformed cron NextRun: want error")
 	}
 }
 

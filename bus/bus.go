@@ -56,6 +56,14 @@ func (b *Bus) Publish(e chronos.Event) {
 	}
 }
 
+// Subscribers is the number of open subscriptions (wakes not counted):
+// what a test checks to see that a consumer has gone.
+func (b *Bus) Subscribers() int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return len(b.subs)
+}
+
 // Published is the number of events published so far.
 func (b *Bus) Published() uint64 { return b.published.Load() }
 

@@ -66,7 +66,12 @@ type cluster struct {
 // until each serves HTTP and one of them leads.
 func newCluster(t testing.TB, cfg clusterConfig) *cluster {
 	t.Helper()
-	dsn := sqltest.NewURL(t)
+	return newClusterOn(t, cfg, sqltest.NewURL(t))
+}
+
+// newClusterOn is newCluster on a given, migrated, database.
+func newClusterOn(t testing.TB, cfg clusterConfig, dsn string) *cluster {
+	t.Helper()
 	proxy, proxied := sqltest.NewProxyFor(t, dsn)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

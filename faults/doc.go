@@ -4,7 +4,14 @@
 // database cut and stall, rolling SIGTERM restarts, trigger bursts) and
 // checks the scheduler's invariants over the database and the log of
 // every delivery a recording target received. It also holds the API load
-// test and the fuzzer of list cursors and filters.
+// test, the fuzzer of list cursors and filters, and the model test
+// (TestModel, model_*_test.go): seeded random sequences of user operations
+// and cluster events (kill -9 of the leader, SIGTERM restarts, an instance
+// with a skewed clock), each on a fresh cluster, ended by a cluster-wide
+// SIGTERM stop, then checked: one run per occurrence (except flagged
+// catch-ups and documented skips), at most max_retries+1 attempts and
+// every request an attempt row, one request in flight per skip or
+// queue_one job, nothing leased after a graceful stop.
 //
 // It is tests only (this file exists for the package comment). Like
 // tickets/, it may import everything and nothing imports it.
@@ -13,4 +20,6 @@
 //	go test -short ./faults/           # trimmed durations
 //	go test ./faults/ -args -soak      # the full durations of design.md
 //	go test ./faults/ -run TestFaults/leader_kill -v
+//	go test ./faults/ -run TestModel -model.duration=10m -timeout 30m
+//	go test ./faults/ -run 'TestModel/seq3$' -model.seed=S -model.seq=3   # replay a failure
 package faults

@@ -70,8 +70,8 @@ type leaderSample struct {
 
 // overdueSlack is what a lease may be overdue past one reaper interval
 // before it counts against the reaper: the reaper's own query time and a
-// loaded 2-core machine.
-const overdueSlack = 1500 * time.Millisecond
+// loaded 2-core machine, generously.
+const overdueSlack = 5 * time.Second
 
 func startMonitor(c *cluster) *monitor {
 	ctx, cancel := context.WithCancel(context.Background())

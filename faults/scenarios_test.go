@@ -209,7 +209,7 @@ func workerKills(t *testing.T, s *scenarioRun) {
 	for i := range rounds {
 		sleepUntil(time.Now().Add(2 * time.Second))
 		s.c.target.holdRequests()
-		victim := busiestWorker(t, s, 5*time.Second)
+		victim := busiestWorker(t, s, 15*time.Second)
 		in := s.c.inst(victim)
 		leader, _ := s.c.leader(context.Background())
 		at := in.kill(t)

@@ -23,7 +23,7 @@ var knownEventTypes = map[chronos.EventType]bool{
 	chronos.EventListenerDown: true, chronos.EventLeaderChanged: true, chronos.EventClaimed: true,
 	chronos.EventAttempted: true, chronos.EventLeaseLost: true, chronos.EventMaterialized: true,
 	chronos.EventSkipped: true, chronos.EventReclaimed: true, chronos.EventPruned: true,
-	chronos.EventDropped: true,
+	chronos.EventDropped: true, chronos.EventCaughtUp: true,
 }
 
 // tapWriteTimeout bounds one write to an event-tap client: a client that

@@ -15,7 +15,7 @@ const probeTimeout = 2 * time.Second
 // healthz is GET /healthz: the process is alive and serving.
 func (s *Server) healthz(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
-	c.JSON(nethttp.StatusOK, gin.H{"status": "ok", "instance": s.cfg.Instance})
+	s.reply(c, nethttp.StatusOK, gin.H{"status": "ok", "instance": s.cfg.Instance})
 }
 
 // readiness is the body of GET /readyz.
@@ -70,5 +70,5 @@ func (s *Server) readyz(c *gin.Context) {
 		status = nethttp.StatusServiceUnavailable
 	}
 	c.Header("Cache-Control", "no-store")
-	c.JSON(status, r)
+	s.reply(c, status, r)
 }

@@ -72,7 +72,7 @@ func TestMetrics(t *testing.T) {
 	now := time.Now()
 	sched, created := now.Add(-3*time.Millisecond), now.Add(-2*time.Millisecond)
 	// Wait until the consumer is subscribed: its events then count.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(e.scrape(), "chronos_listener_reconnects_total 1") {
 		if time.Now().After(deadline) {
 			t.Fatalf("metrics consumer not running:\n%s", e.scrape())

@@ -86,10 +86,10 @@ func (s *Server) createJob(c *gin.Context) {
 	c.Header("Location", "/v1/jobs/"+itoa64(j.ID))
 	if secret != "" {
 		c.Header("Cache-Control", "no-store")
-		c.JSON(nethttp.StatusCreated, jobWithSecret{jobUTC(j), secret})
+		s.reply(c, nethttp.StatusCreated, jobWithSecret{jobUTC(j), secret})
 		return
 	}
-	c.JSON(nethttp.StatusCreated, jobUTC(j))
+	s.reply(c, nethttp.StatusCreated, jobUTC(j))
 }
 
 // listJobs is GET /v1/jobs.
@@ -120,7 +120,7 @@ func (s *Server) listJobs(c *gin.Context) {
 	if next != "" {
 		out.NextCursor = &next
 	}
-	c.JSON(nethttp.StatusOK, out)
+	s.reply(c, nethttp.StatusOK, out)
 }
 
 // getJob is GET /v1/jobs/{id}.
@@ -135,7 +135,7 @@ func (s *Server) getJob(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(nethttp.StatusOK, jobUTC(j))
+	s.reply(c, nethttp.StatusOK, jobUTC(j))
 }
 
 // updateJob is PATCH /v1/jobs/{id}: a true partial update. An empty body
@@ -179,7 +179,7 @@ func (s *Server) updateJob(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(nethttp.StatusOK, jobUTC(j))
+	s.reply(c, nethttp.StatusOK, jobUTC(j))
 }
 
 // deleteJob is DELETE /v1/jobs/{id}.

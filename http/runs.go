@@ -45,7 +45,7 @@ func (s *Server) triggerJob(c *gin.Context) {
 		return
 	}
 	s.announce(r)
-	c.JSON(nethttp.StatusAccepted, runUTC(r))
+	s.reply(c, nethttp.StatusAccepted, runUTC(r))
 }
 
 // redriveRun is POST /v1/runs/{id}/redrive: a dead run becomes a new
@@ -66,7 +66,7 @@ func (s *Server) redriveRun(c *gin.Context) {
 		return
 	}
 	s.announce(r)
-	c.JSON(nethttp.StatusAccepted, runUTC(r))
+	s.reply(c, nethttp.StatusAccepted, runUTC(r))
 }
 
 // announce publishes a freshly committed pending run on the local bus.
@@ -135,7 +135,7 @@ func (s *Server) listRuns(c *gin.Context) {
 	if next != "" {
 		out.NextCursor = &next
 	}
-	c.JSON(nethttp.StatusOK, out)
+	s.reply(c, nethttp.StatusOK, out)
 }
 
 // getRun is GET /v1/runs/{id}.
@@ -156,7 +156,7 @@ func (s *Server) getRun(c *gin.Context) {
 		a.FinishedAt = utcPtr(a.FinishedAt)
 		out.Attempts = append(out.Attempts, a)
 	}
-	c.JSON(nethttp.StatusOK, out)
+	s.reply(c, nethttp.StatusOK, out)
 }
 
 // runUTC puts every time of a run in UTC for the wire.

@@ -63,8 +63,8 @@ func (h *harness) stop() {
 		if err != nil {
 			h.t.Errorf("Run returned %v after cancel, want nil", err)
 		}
-	case <-time.After(5 * time.Second):
-		h.t.Fatalf("Run did not return within 5s of cancel")
+	case <-time.After(20 * time.Second):
+		h.t.Fatalf("Run did not return within 20s of cancel")
 	}
 	if h.l.Connected() {
 		h.t.Errorf("Connected() is true after Run returned")
@@ -137,7 +137,7 @@ func terminate(t *testing.T, db *sql.DB, appName string) {
 func TestListenerPublishesNotifications(t *testing.T) {
 	t.Parallel()
 	h := start(t, "l-events")
-	h.next(chronos.EventResync, 10*time.Second)
+	h.next(chronos.EventResync, 20*time.Second)
 	if !h.l.Connected() {
 		t.Fatalf("Connected() = false after resync")
 	}
@@ -147,7 +147,7 @@ func TestListenerPublishesNotifications(t *testing.T) {
 	if err := h.db.CreateJob(ctx, j); err != nil {
 		t.Fatalf("create job: %v", err)
 	}
-	e := h.next(chronos.EventJobChanged, 5*time.Second)
+	e := h.next(chronos.EventJobChanged, 20*time.Second)
 	if e.Op != "created" || e.JobID != j.ID {
 		t.Fatalf("job event = %+v, want op created job_id %d", e, j.ID)
 	}
@@ -156,7 +156,7 @@ func TestListenerPublishesNotifications(t *testing.T) {
 	if err != nil {
 		t.Fatalf("trigger: %v", err)
 	}
-	e = h.next(chronos.EventRunChanged, 5*time.Second)
+	e = h.next(chronos.EventRunChanged, 20*time.Second)
 	if e.Count != 1 || e.RunID != r.ID || e.JobID != j.ID || e.Status != chronos.StatusPending || e.AvailableAt == nil {
 		t.Fatalf("run event = %+v, want count 1 run %d job %d pending with available_at", e, r.ID, j.ID)
 	}
@@ -170,7 +170,7 @@ func TestListenerPublishesNotifications(t *testing.T) {
 	if err := h.db.AnnounceResignation(ctx, "someone"); err != nil {
 		t.Fatalf("announce: %v", err)
 	}
-	e = h.next(chronos.EventLeaderChanged, 5*time.Second)
+	e = h.next(chronos.EventLeaderChanged, 20*time.Second)
 	if e.Op != "resigned" || e.Instance != "someone" || e.Leader {
 		t.Fatalf("leader event = %+v, want op resigned instance someone", e)
 	}
@@ -178,7 +178,7 @@ func TestListenerPublishesNotifications(t *testing.T) {
 	if err := h.db.DeleteJob(ctx, j.ID); err != nil {
 		t.Fatalf("delete job: %v", err)
 	}
-	e = h.next(chronos.EventJobChanged, 5*time.Second)
+	e = h.next(chronos.EventJobChanged, 20*time.Second)
 	if e.Op != "deleted" || e.JobID != j.ID {
 		t.Fatalf("job event = %+v, want op deleted job_id %d", e, j.ID)
 	}
@@ -187,7 +187,7 @@ func TestListenerPublishesNotifications(t *testing.T) {
 func TestListenerDropsMalformedPayloads(t *testing.T) {
 	t.Parallel()
 	h := start(t, "l-malformed")
-	h.next(chronos.EventResync, 10*time.Second)
+	h.next(chronos.EventResync, 20*time.Second)
 	ctx := ctxT(t)
 	for _, n := range []struct{ ch, payload string }{
 		{listeners.ChannelRuns, "garbage"},
@@ -206,7 +206,7 @@ func TestListenerDropsMalformedPayloads(t *testing.T) {
 		if e.Type != chronos.EventLeaderChanged || e.Instance != "good" {
 			t.Fatalf("first event = %+v, want the well-formed resignation", e)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatalf("the well-formed notification never arrived")
 	}
 	if !h.l.Connected() {
@@ -217,29 +217,29 @@ func TestListenerDropsMalformedPayloads(t *testing.T) {
 func TestListenerResyncOncePerConnect(t *testing.T) {
 	t.Parallel()
 	h := start(t, "l-once")
-	h.next(chronos.EventResync, 10*time.Second)
+	h.next(chronos.EventResync, 20*time.Second)
 	// A round trip through the server after the resync: had a second
 	// resync been published for the same connection (one per channel), it
 	// would have come before this notification.
 	if err := h.db.AnnounceResignation(ctxT(t), "marker"); err != nil {
 		t.Fatalf("announce: %v", err)
 	}
-	h.next(chronos.EventLeaderChanged, 5*time.Second, chronos.EventResync)
+	h.next(chronos.EventLeaderChanged, 20*time.Second, chronos.EventResync)
 }
 
 func TestListenerReconnects(t *testing.T) {
 	t.Parallel()
 	h := start(t, "l-reconnect")
-	h.next(chronos.EventResync, 10*time.Second)
+	h.next(chronos.EventResync, 20*time.Second)
 
 	for i := range 3 {
 		terminate(t, h.db, "l-reconnect-listener")
 		killed := time.Now()
-		down := h.next(chronos.EventListenerDown, 5*time.Second, chronos.EventResync)
+		down := h.next(chronos.EventListenerDown, 20*time.Second, chronos.EventResync)
 		if down.Instance != "l-reconnect" || down.Error == "" {
 			t.Fatalf("down event = %+v, want instance and error", down)
 		}
-		h.next(chronos.EventResync, 5*time.Second, chronos.EventListenerDown)
+		h.next(chronos.EventResync, 20*time.Second, chronos.EventListenerDown)
 		t.Logf("reconnect %d: down→resync %v after the kill", i+1, time.Since(killed).Round(time.Millisecond))
 		if !h.l.Connected() {
 			t.Fatalf("Connected() = false after resync")
@@ -248,7 +248,7 @@ func TestListenerReconnects(t *testing.T) {
 		if err := h.db.AnnounceResignation(ctxT(t), "after-reconnect"); err != nil {
 			t.Fatalf("announce: %v", err)
 		}
-		if e := h.next(chronos.EventLeaderChanged, 5*time.Second); e.Instance != "after-reconnect" {
+		if e := h.next(chronos.EventLeaderChanged, 20*time.Second); e.Instance != "after-reconnect" {
 			t.Fatalf("leader event = %+v", e)
 		}
 	}
@@ -257,23 +257,25 @@ func TestListenerReconnects(t *testing.T) {
 func TestListenerStopsWhileDisconnected(t *testing.T) {
 	t.Parallel()
 	// Nothing listens on port 1: every attempt fails and the listener sits
-	// in its backoff; cancel must still end Run at once.
+	// in its backoff, here the longest there is (at least 4s, jitter
+	// included); cancel must still end Run long before that backoff would.
 	b := bus.New()
 	rec := recorder{msgs: make(chan string, 100)}
-	l := listeners.New(listeners.Config{DSN: "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable", Instance: "l-down"}, b, slog.New(rec))
+	l := listeners.New(listeners.Config{DSN: "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable", Instance: "l-down",
+		ReconnectDelay: time.Minute}, b, slog.New(rec))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx) }()
-	// Wait for two failed attempts: the listener is now in its backoff.
-	deadline := time.After(10 * time.Second)
-	for failed := 0; failed < 2; {
+	// Wait for a failed attempt: the listener is now in its backoff.
+	deadline := time.After(20 * time.Second)
+	for failed := 0; failed < 1; {
 		select {
 		case m := <-rec.msgs:
 			if m == "listener connect failed" {
 				failed++
 			}
 		case <-deadline:
-			t.Fatalf("no two failed connection attempts within 10s")
+			t.Fatalf("no failed connection attempt within 20s")
 		}
 	}
 	if l.Connected() {
@@ -285,8 +287,8 @@ func TestListenerStopsWhileDisconnected(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Run = %v, want nil", err)
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatalf("Run did not return after cancel")
+	case <-time.After(3 * time.Second):
+		t.Fatalf("Run did not return after cancel, while in a backoff of at least 4s")
 	}
 }
 
@@ -302,7 +304,7 @@ func TestListenerBadDSN(t *testing.T) {
 func TestListenerRunTwice(t *testing.T) {
 	t.Parallel()
 	h := start(t, "l-twice")
-	h.next(chronos.EventResync, 10*time.Second)
+	h.next(chronos.EventResync, 20*time.Second)
 	if err := h.l.Run(context.Background()); err == nil || errors.Is(err, context.Canceled) {
 		t.Fatalf("second concurrent Run = %v, want an error", err)
 	}

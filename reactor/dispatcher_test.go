@@ -50,7 +50,7 @@ func TestDispatcherIdlePollSafetyNet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the idle poll delivers the run", func() bool {
+	eventually(t, 20*time.Second, "the idle poll delivers the run", func() bool {
 		return runOf(t, in.db, run.ID).Status == chronos.StatusSucceeded
 	})
 }
@@ -69,7 +69,7 @@ func TestDispatcherTimerForRetry(t *testing.T) {
 	job := createJob(t, in.db, &chronos.Job{TargetURL: tg.URL, MaxRetries: 1,
 		Backoff: chronos.BackoffLinear, BackoffBaseSeconds: 0.2, BackoffMaxSeconds: 1})
 	run := in.trigger(t, job.ID)
-	eventually(t, 5*time.Second, "the retry succeeds", func() bool {
+	eventually(t, 20*time.Second, "the retry succeeds", func() bool {
 		return runOf(t, in.db, run.ID).Status == chronos.StatusSucceeded
 	})
 	got := runOf(t, in.db, run.ID)

@@ -93,8 +93,8 @@ func (rl *ltRunning) stop(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: Run = %v, want nil", rl.name, err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: Run did not return within 10s of cancel", rl.name)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s: Run did not return within 20s of cancel", rl.name)
 	}
 	if rl.IsLeader() || rl.working.Load() {
 		t.Errorf("%s: after Run returned: IsLeader=%v working=%v", rl.name, rl.IsLeader(), rl.working.Load())
@@ -148,7 +148,7 @@ func TestLeaderOnlyOneOfThree(t *testing.T) {
 		ltStart(t, dsn, db, "one-b", 20*time.Millisecond, &act),
 		ltStart(t, dsn, db, "one-c", 20*time.Millisecond, &act),
 	}
-	ltWaitFor(t, 10*time.Second, "a leader", func() bool { return ltLeaderOf(t, ls...) != nil })
+	ltWaitFor(t, 20*time.Second, "a leader", func() bool { return ltLeaderOf(t, ls...) != nil })
 	lead := ltLeaderOf(t, ls...)
 	// Over many follower polls, the leadership neither moves nor doubles.
 	for range 50 {
@@ -163,7 +163,7 @@ func TestLeaderOnlyOneOfThree(t *testing.T) {
 	if m := act.max.Load(); m != 1 {
 		t.Fatalf("%d leader works ran at once, want 1", m)
 	}
-	ltWaitFor(t, 5*time.Second, "work to start", func() bool { return lead.started.Load() >= 1 })
+	ltWaitFor(t, 20*time.Second, "work to start", func() bool { return lead.started.Load() >= 1 })
 	if n := lead.started.Load(); n != 1 {
 		t.Fatalf("work started %d times, want 1", n)
 	}
@@ -174,10 +174,10 @@ func TestLeaderGracefulStopHandsOver(t *testing.T) {
 	dsn, db := ltDB(t)
 	var act ltActive
 	a := ltStart(t, dsn, db, "hand-a", 20*time.Millisecond, &act)
-	ltWaitFor(t, 10*time.Second, "a to lead", a.IsLeader)
+	ltWaitFor(t, 20*time.Second, "a to lead", a.IsLeader)
 	b := ltStart(t, dsn, db, "hand-b", 20*time.Millisecond, &act)
 	a.stop(t)
-	ltWaitFor(t, 5*time.Second, "b to lead", b.IsLeader)
+	ltWaitFor(t, 20*time.Second, "b to lead", b.IsLeader)
 	if h := reactortest.LockHolder(t, db); h != "hand-b" {
 		t.Fatalf("lock held by %q, want hand-b", h)
 	}
@@ -193,16 +193,16 @@ func TestLeaderFollowerTakesOverWithoutPoll(t *testing.T) {
 	t.Parallel()
 	dsn, db := ltDB(t)
 	a := ltStart(t, dsn, db, "wake-a", time.Minute, nil)
-	ltWaitFor(t, 10*time.Second, "a to lead", a.IsLeader)
+	ltWaitFor(t, 20*time.Second, "a to lead", a.IsLeader)
 	b := ltStart(t, dsn, db, "wake-b", time.Minute, nil)
 	select {
 	case <-b.following:
-	case <-time.After(10 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatalf("b never tried for the lock")
 	}
 	a.stop(t)
 	// Well under the one-minute poll: only the lock queue explains it.
-	ltWaitFor(t, 5*time.Second, "b to lead after a stopped", b.IsLeader)
+	ltWaitFor(t, 20*time.Second, "b to lead after a stopped", b.IsLeader)
 }
 
 // The lock lives on the Leader's connection; after Run returns it is free
@@ -211,7 +211,7 @@ func TestLeaderCancelReleasesLock(t *testing.T) {
 	t.Parallel()
 	dsn, db := ltDB(t)
 	a := ltStart(t, dsn, db, "rel-a", 20*time.Millisecond, nil)
-	ltWaitFor(t, 10*time.Second, "a to lead", a.IsLeader)
+	ltWaitFor(t, 20*time.Second, "a to lead", a.IsLeader)
 	if h := reactortest.LockHolder(t, db); h != "rel-a" {
 		t.Fatalf("lock held by %q, want rel-a", h)
 	}
@@ -263,7 +263,7 @@ func TestLeaderStepsDownWhenConnectionDies(t *testing.T) {
 	a := ltStart(t, dsn, db, "die-a", 100*time.Millisecond, nil)
 	sub := a.bus.Subscribe(10, func(e chronos.Event) bool { return e.Type == chronos.EventLeaderChanged })
 	defer sub.Close()
-	ltWaitFor(t, 10*time.Second, "a to lead", a.IsLeader)
+	ltWaitFor(t, 20*time.Second, "a to lead", a.IsLeader)
 	<-sub.C() // Leader: true
 	ltKill(t, db, "die-a")
 	killed := time.Now()
@@ -273,7 +273,7 @@ func TestLeaderStepsDownWhenConnectionDies(t *testing.T) {
 			t.Fatalf("event = %+v, want a stepping down", e)
 		}
 		t.Logf("stepped down %v after the kill", time.Since(killed).Round(time.Microsecond))
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatalf("a did not step down after its connection was killed")
 	}
 	if a.working.Load() {
@@ -285,23 +285,23 @@ func TestLeaderStepsDownWhenConnectionDies(t *testing.T) {
 		if !e.Leader {
 			t.Fatalf("event = %+v, want a leading again", e)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatalf("a did not lead again after reconnecting")
 	}
-	ltWaitFor(t, 5*time.Second, "work to start again", func() bool { return a.started.Load() == 2 })
+	ltWaitFor(t, 20*time.Second, "work to start again", func() bool { return a.started.Load() == 2 })
 }
 
 func TestLeaderFollowerReconnects(t *testing.T) {
 	t.Parallel()
 	dsn, db := ltDB(t)
 	a := ltStart(t, dsn, db, "fr-a", 20*time.Millisecond, nil)
-	ltWaitFor(t, 10*time.Second, "a to lead", a.IsLeader)
+	ltWaitFor(t, 20*time.Second, "a to lead", a.IsLeader)
 	b := ltStart(t, dsn, db, "fr-b", 20*time.Millisecond, nil)
-	ltWaitFor(t, 10*time.Second, "b to connect", func() bool { return ltBackends(t, db, "fr-b") == 1 })
+	ltWaitFor(t, 20*time.Second, "b to connect", func() bool { return ltBackends(t, db, "fr-b") == 1 })
 	ltKill(t, db, "fr-b")
-	ltWaitFor(t, 10*time.Second, "b to reconnect", func() bool { return ltBackends(t, db, "fr-b") == 1 })
+	ltWaitFor(t, 20*time.Second, "b to reconnect", func() bool { return ltBackends(t, db, "fr-b") == 1 })
 	a.stop(t)
-	ltWaitFor(t, 5*time.Second, "b to lead", b.IsLeader)
+	ltWaitFor(t, 20*time.Second, "b to lead", b.IsLeader)
 }
 
 // A work function that returns by itself gives the leadership up: the lock
@@ -317,7 +317,7 @@ func TestLeaderWorkReturningGivesUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx, func(context.Context) { runs.Add(1) }) }()
-	ltWaitFor(t, 10*time.Second, "work to run twice", func() bool { return runs.Load() >= 2 })
+	ltWaitFor(t, 20*time.Second, "work to run twice", func() bool { return runs.Load() >= 2 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)
@@ -347,7 +347,7 @@ func TestLeaderRunTwice(t *testing.T) {
 	t.Parallel()
 	dsn, db := ltDB(t)
 	a := ltStart(t, dsn, db, "twice-a", 20*time.Millisecond, nil)
-	ltWaitFor(t, 10*time.Second, "a to lead", a.IsLeader)
+	ltWaitFor(t, 20*time.Second, "a to lead", a.IsLeader)
 	if err := a.Run(context.Background(), nil); err == nil {
 		t.Fatalf("a second concurrent Run returned nil")
 	}
@@ -366,7 +366,7 @@ func TestLeaderUnreachableStopsOnCancel(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Run = %v, want nil", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatalf("Run did not return after its context ended")
 	}
 	if l.IsLeader() {

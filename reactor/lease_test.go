@@ -28,10 +28,10 @@ func TestLeaseLostCancelsCall(t *testing.T) {
 	defer lost.Close()
 	job := createJob(t, in.db, &chronos.Job{TargetURL: tg.URL})
 	run := in.trigger(t, job.ID)
-	eventually(t, 5*time.Second, "the call in flight", func() bool { return tg.inFlight.Load() == 1 })
+	eventually(t, 20*time.Second, "the call in flight", func() bool { return tg.inFlight.Load() == 1 })
 	// A call in flight this long has been marked running, so it is the
 	// renewal that finds the lease gone.
-	eventually(t, 5*time.Second, "the run marked running", func() bool {
+	eventually(t, 20*time.Second, "the run marked running", func() bool {
 		return runOf(t, in.db, run.ID).Status == chronos.StatusRunning
 	})
 
@@ -43,7 +43,7 @@ func TestLeaseLostCancelsCall(t *testing.T) {
 	}
 	select {
 	case <-cancelled:
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("the call was not cancelled after the lease was lost")
 	}
 	select {
@@ -51,7 +51,7 @@ func TestLeaseLostCancelsCall(t *testing.T) {
 		if e.RunID != run.ID {
 			t.Errorf("lease lost for run %d, want %d", e.RunID, run.ID)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("no EventLeaseLost")
 	}
 	got := runOf(t, in.db, run.ID)

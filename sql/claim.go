@@ -48,10 +48,12 @@ const fence = "id = $1 AND leased_by = $2 AND attempt_count = $3 AND status IN (
 //     DO NOTHING, which consults the unique index, not this statement's
 //     snapshot, so of two instances claiming runs of one job at once only
 //     one wins, and one claim takes at most one run of such a job.
-//   - a scheduled run of an enabled job whose next_run_at is not after
-//     now: the materializer has not caught up with the job (no leader for
-//     a while), and when it does it may fold that run into a catch-up. A
-//     paused job is not materialized, so its runs are never held this way.
+//   - a scheduled run of an enabled allow job whose next_run_at is not
+//     after now: the materializer has not caught up with the job (no
+//     leader for a while), and when it does it may fold that run into a
+//     catch-up. A paused job is not materialized, and skip and queue_one
+//     jobs lag on purpose while a run waits, so their runs are never held
+//     this way.
 var claimSQL = `
 	WITH picked AS (
 		SELECT r.id, r.job_id, r.available_at, j.overlap <> 'allow' AS exclusive
@@ -59,7 +61,8 @@ var claimSQL = `
 		 WHERE r.status = 'pending' AND r.available_at <= now()
 		   AND (j.overlap = 'allow'
 		        OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = r.job_id))
-		   AND NOT (r.trigger = 'schedule' AND j.enabled AND coalesce(j.next_run_at <= now(), false))
+		   AND NOT (r.trigger = 'schedule' AND j.overlap = 'allow' AND j.enabled
+		            AND coalesce(j.next_run_at <= now(), false))
 		 ORDER BY r.available_at, r.id
 		 LIMIT $2
 		   FOR UPDATE OF r SKIP LOCKED

@@ -34,6 +34,9 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	if err != nil {
 		return mapErr(err, "create job: read the clock")
 	}
+	if err := j.ValidateSchedule(now); err != nil {
+		return err
+	}
 	next, err := j.NextRun(now)
 	if err != nil {
 		return chronos.InvalidFields(map[string]string{"cron_expr": err.Error()})
@@ -178,6 +181,13 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		return nil, err
 	}
 	c := scheduleChangeOf(&old, j)
+	if c.cron {
+		// A new expression must fire again; an unchanged one that has
+		// run its course does not block other edits.
+		if err := j.ValidateSchedule(now); err != nil {
+			return nil, err
+		}
+	}
 
 	var dropped []time.Time // scheduled_at of the deleted runs created ahead
 	if c.schedule || c.pausing {

@@ -135,6 +135,42 @@ func TestOneShotReenableDoesNotFireTwice(t *testing.T) {
 	}
 }
 
+// TestUpdateEndedCronJob: a cron job whose year-bounded schedule has ended
+// can be paused, renamed, re-enabled and moved to another zone (no next
+// run); only a new cron_expr, as at create, must fire again.
+func TestUpdateEndedCronJob(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	wantCode(t, db.CreateJob(ctx, cronJob("0 0 1 1 * 2020")), chronos.EINVALID)
+	j := mustCreate(t, db, cronJob("0 0 1 1 * 2099"))
+	// Its last occurrence has fired since.
+	if _, err := db.Pool.Exec(ctx, "UPDATE jobs SET cron_expr = '0 0 1 1 * 2020', next_run_at = NULL WHERE id = $1", j.ID); err != nil {
+		t.Fatal(err)
+	}
+	for i, u := range []*chronos.JobUpdate{
+		{Enabled: chronos.Some(false)},
+		{Name: chronos.Some("renamed")},
+		{Enabled: chronos.Some(true)},
+		{Timezone: chronos.Some("Asia/Tokyo")},
+		{CronExpr: chronos.Some("0 0 1 1 * 2020")}, // sent back unchanged
+	} {
+		up, err := db.UpdateJob(ctx, j.ID, u)
+		if err != nil {
+			t.Fatalf("update %d of an ended job: %v", i, err)
+		}
+		if up.NextRunAt != nil {
+			t.Fatalf("update %d: next_run_at %v for an ended schedule", i, up.NextRunAt)
+		}
+	}
+	_, err := db.UpdateJob(ctx, j.ID, &chronos.JobUpdate{CronExpr: chronos.Some("0 0 1 1 * 2021")})
+	wantCode(t, err, chronos.EINVALID)
+	up, err := db.UpdateJob(ctx, j.ID, &chronos.JobUpdate{CronExpr: chronos.Some("0 3 * * *")})
+	if err != nil || up.NextRunAt == nil {
+		t.Fatalf("new schedule: %+v, %v", up, err)
+	}
+}
+
 // Walk every job exactly once, in order, while jobs are created and
 // deleted concurrently; filters and caps hold.
 func TestJobsCursorWalk(t *testing.T) {

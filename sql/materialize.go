@@ -65,12 +65,13 @@ const dueJobsSQL = `
 // are not yet due nor holds back ones that are. Tests pass a time to
 // simulate its passing.
 //
-// It is one short transaction. A job whose next_run_at lies more than one
-// occurrence in the past (the cluster was down, or had no leader) gets one
-// run, flagged catch_up, for the latest missed occurrence, and then
-// resumes with the first occurrence after now. The runs created ahead for
-// that job before the gap which never started count among the missed:
-// they are deleted, so the target gets one late request, not several.
+// It is one short transaction. A job with a gap (more than one occurrence
+// missed while the cluster was down or had no leader, counting the runs
+// created ahead before it that never started: see gapOf) gets one run,
+// flagged catch_up, for the latest missed occurrence, and then resumes
+// with the first occurrence after now. The runs created ahead for that
+// job before the gap which never started are deleted, so the target gets
+// one late request, not several.
 // Overlap: allow inserts every occurrence; skip inserts none while the job
 // has a pending, leased or running run (counting each due occurrence
 // skipped); queue_one inserts only while the job has no pending run. A
@@ -106,7 +107,8 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	}
 	res.Jobs = len(jobs)
 
-	if err := foldGaps(ctx, tx, jobs, now, &res); err != nil {
+	gaps, err := foldGaps(ctx, tx, jobs, now, &res)
+	if err != nil {
 		return res, err
 	}
 	active, pending, err := overlapState(ctx, tx, jobs)
@@ -121,7 +123,7 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 		nexts    = make([]*time.Time, 0, len(jobs))
 	)
 	for _, j := range jobs {
-		p := plan(j, now, horizon, active[j.ID], pending[j.ID])
+		p := plan(j, now, horizon, active[j.ID], pending[j.ID], gaps[j.ID])
 		for _, o := range p.runs {
 			runJobs = append(runJobs, j.ID)
 			runAt = append(runAt, o.at)
@@ -169,41 +171,83 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	return res, nil
 }
 
-// foldGaps finds the jobs with a gap and deletes their runs created ahead
-// before it that never started: the gap's one catch-up run stands for
-// them. The claim holds those runs back while the job's next_run_at is
-// behind (see claimSQL), so none of them is in flight.
-func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time, res *MaterializeResult) error {
+// foldGaps finds the jobs with a gap (see gapOf) and deletes their runs
+// created ahead before it that never started: the gap's one catch-up run
+// stands for them. The claim holds those runs back while the job is
+// behind (see claimSQL), so none of them is in flight. It returns the
+// catch-up instant of each job with a gap.
+func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time, res *MaterializeResult) (map[int64]time.Time, error) {
+	// Only allow jobs count their runs created ahead: skip and queue_one
+	// hold their materialization back on purpose while a run is active or
+	// waiting, so such a job is behind without a gap, and its waiting run
+	// is no missed occurrence.
+	var behind []int64
+	for _, j := range jobs {
+		if j.CronExpr != nil && j.NextRunAt != nil && !j.NextRunAt.After(now) && j.Overlap == chronos.OverlapAllow {
+			behind = append(behind, j.ID)
+		}
+	}
+	stale := map[int64]int{}
+	if len(behind) > 0 {
+		if err := countStale(ctx, tx, behind, now, stale); err != nil {
+			return nil, err
+		}
+	}
+	gaps := map[int64]time.Time{}
 	var (
 		ids []int64
 		ats []time.Time
 	)
 	for _, j := range jobs {
-		if at, ok := catchUpAt(j, now); ok {
+		if at := gapOf(j, now, stale[j.ID]); !at.IsZero() {
+			gaps[j.ID] = at
 			ids = append(ids, j.ID)
 			ats = append(ats, at)
 		}
 	}
 	if len(ids) == 0 {
-		return nil
+		return nil, nil
 	}
+	// The fold: only an allow job's runs created ahead are missed
+	// occurrences (the claim held them back meanwhile); a skip or
+	// queue_one job's waiting run keeps its place.
 	rows, err := tx.Query(ctx, `
-		DELETE FROM job_runs r USING unnest($1::bigint[], $2::timestamptz[]) AS g(job_id, at)
+		DELETE FROM job_runs r USING unnest($1::bigint[], $2::timestamptz[]) AS g(job_id, at), jobs j
 		 WHERE r.job_id = g.job_id AND r.trigger = 'schedule' AND r.status = 'pending'
 		   AND r.attempt_count = 0 AND r.scheduled_at < g.at
+		   AND j.id = g.job_id AND j.overlap = 'allow'
 		RETURNING r.job_id`, ids, ats)
 	if err != nil {
-		return mapErr(err, "materialize: fold runs into catch-ups")
+		return nil, mapErr(err, "materialize: fold runs into catch-ups")
 	}
 	folded := map[int64]int{}
 	var id int64
 	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { folded[id]++; return nil }); err != nil {
-		return mapErr(err, "materialize: fold runs into catch-ups")
+		return nil, mapErr(err, "materialize: fold runs into catch-ups")
 	}
 	for i, id := range ids {
 		res.CatchUps = append(res.CatchUps, CatchUp{JobID: id, At: ats[i], Folded: folded[id]})
 	}
-	return nil
+	return gaps, nil
+}
+
+// countStale counts, per job, the runs created ahead that are due and have
+// not started.
+func countStale(ctx context.Context, tx pgx.Tx, jobs []int64, now time.Time, stale map[int64]int) error {
+	rows, err := tx.Query(ctx, `
+		SELECT job_id, count(*) FROM job_runs
+		 WHERE job_id = ANY($1) AND trigger = 'schedule' AND status = 'pending'
+		   AND attempt_count = 0 AND scheduled_at <= $2
+		 GROUP BY job_id`, jobs, now)
+	if err != nil {
+		return mapErr(err, "materialize: runs of jobs behind")
+	}
+	var (
+		id int64
+		n  int
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error { stale[id] = n; return nil })
+	return mapErr(err, "materialize: runs of jobs behind")
 }
 
 // overlapState reads, for the jobs whose policy cares, whether each has an

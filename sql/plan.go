@@ -21,9 +21,11 @@ type jobPlan struct {
 }
 
 // plan decides a job's runs from its next_run_at, pure of the database:
-// now is the materializer's clock, horizon = now + lookahead, and
-// active/pending say whether the job has an active / a pending run.
-func plan(j *chronos.Job, now, horizon time.Time, active, pending bool) jobPlan {
+// now is the materializer's clock, horizon = now + lookahead,
+// active/pending say whether the job has an active / a pending run, and
+// gap, when not zero, is the instant of the job's catch-up run (see
+// gapOf).
+func plan(j *chronos.Job, now, horizon time.Time, active, pending bool, gap time.Time) jobPlan {
 	var p jobPlan
 	if j.NextRunAt == nil {
 		return p
@@ -58,9 +60,9 @@ func plan(j *chronos.Job, now, horizon time.Time, active, pending bool) jobPlan 
 		return p
 	}
 	expr, loc := *j.CronExpr, j.Location()
-	at, catchUp := catchUpAt(j, now)
+	catchUp := !gap.IsZero()
 	if catchUp {
-		t = at
+		t = gap
 	}
 	for range maxOccurrencesPerJob {
 		if t.After(horizon) || take(occurrence{at: t, catchUp: catchUp}) {
@@ -76,20 +78,34 @@ func plan(j *chronos.Job, now, horizon time.Time, active, pending bool) jobPlan 
 	return p
 }
 
-// catchUpAt reports whether the cron job j has a gap at now (its
-// next_run_at lies more than one occurrence in the past: more than one
-// occurrence was missed) and, if so, the instant of its one catch-up run,
-// the latest missed occurrence.
-func catchUpAt(j *chronos.Job, now time.Time) (time.Time, bool) {
+// gapOf decides whether the cron job j has a gap at now and, if so,
+// returns the instant of its one catch-up run: the latest occurrence due.
+// stale is how many of its runs created ahead are due and have not
+// started.
+//
+// A job is behind when its next_run_at is not after now: the materializer
+// keeps it a lookahead ahead while a leader runs, so only a time without a
+// leader (or without any instance) leaves it behind. A job behind with
+// more than one occurrence due in all, counting the runs created ahead
+// before the gap that never started, has a gap: one catch-up run stands
+// for them all. A job merely one occurrence late is not a gap; and a
+// backlog of runs that the workers have not reached yet is none either,
+// since the materializer kept the job ahead meanwhile.
+func gapOf(j *chronos.Job, now time.Time, stale int) time.Time {
 	if j.CronExpr == nil || j.NextRunAt == nil || j.NextRunAt.After(now) {
-		return time.Time{}, false
+		return time.Time{}
 	}
 	expr, loc := *j.CronExpr, j.Location()
-	n1, err := chronos.NextOccurrence(expr, loc, j.NextRunAt.UTC())
+	first := j.NextRunAt.UTC()
+	n1, err := chronos.NextOccurrence(expr, loc, first)
 	if err != nil || n1.After(now) {
-		return time.Time{}, false
+		// One occurrence not yet created is due.
+		if stale == 0 {
+			return time.Time{}
+		}
+		return first
 	}
-	return latestOccurrence(expr, loc, n1, now), true
+	return latestOccurrence(expr, loc, n1, now)
 }
 
 // latestOccurrence returns the last occurrence of expr at or before now,

@@ -206,7 +206,8 @@ func (db *DB) NextAvailable(ctx context.Context) (*time.Time, error) {
 		 WHERE r.status = 'pending'
 		   AND (j.overlap = 'allow'
 		        OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = r.job_id))
-		   AND NOT (r.trigger = 'schedule' AND j.enabled AND coalesce(j.next_run_at <= now(), false))
+		   AND NOT (r.trigger = 'schedule' AND j.overlap = 'allow' AND j.enabled
+		            AND coalesce(j.next_run_at <= now(), false))
 		 ORDER BY r.available_at, r.id
 		 LIMIT 1`).Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -340,3 +340,38 @@ func TestClaimTakesOneShotRuns(t *testing.T) {
 		t.Fatalf("claimed %d runs (%v), want the one-shot's run", len(c), err)
 	}
 }
+
+// A gap is counted in occurrences missed, whether or not their runs were
+// created ahead: a job every 2 s whose run for :58 was created ahead, and
+// whose :00 was never created, gets one catch-up at :00 standing for both
+// (found by the model test).
+func TestCatchUpCountsRunsCreatedAhead(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := mustCreate(t, db, cronJob("*/2 * * * * *"))
+	t0 := dbNow(t, db).Truncate(time.Minute).Add(2 * time.Minute) // :00 of a minute ahead
+	setNextRunAt(t, db, j.ID, ptr(t0.Add(-2*time.Second)))        // :58
+	if res, err := db.Materialize(ctx, t0.Add(-3*time.Second), 2*time.Second, 10); err != nil || res.Created != 1 {
+		t.Fatalf("created ahead: %+v %v", res, err)
+	}
+	// The cluster stops at :57.5 and a leader is back at :01.
+	res, err := db.Materialize(ctx, t0.Add(time.Second), 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.CatchUps) != 1 || res.CatchUps[0].Folded != 1 || !res.CatchUps[0].At.Equal(t0) {
+		t.Fatalf("catch-ups %+v, want one at %v folding the run for :58", res.CatchUps, t0)
+	}
+	total, catchUp := countRuns(t, db, j.ID)
+	if total != 1 || catchUp != 1 {
+		t.Fatalf("%d runs, %d catch-up; want only the catch-up", total, catchUp)
+	}
+	// Merely one occurrence late is not a gap: no catch-up, no fold.
+	k := mustCreate(t, db, cronJob("*/2 * * * * *"))
+	setNextRunAt(t, db, k.ID, ptr(t0))
+	res, err = db.Materialize(ctx, t0.Add(time.Second), 0, 10)
+	if err != nil || len(res.CatchUps) != 0 || res.Created != 1 {
+		t.Fatalf("one occurrence late: %+v %v, want its run and no catch-up", res, err)
+	}
+}

@@ -44,7 +44,7 @@ func TestReceiverSignatureAndFailures(t *testing.T) {
 		if w.Code != tc.wantCode {
 			t.Errorf("%s: answered %d, want %d", tc.name, w.Code, tc.wantCode)
 		}
-		out.wait(t, `POST /hook `+tc.wantMatch, time.Second)
+		out.wait(t, `POST /hook `+tc.wantMatch, 10*time.Second)
 	}
 }
 
@@ -59,7 +59,7 @@ func TestReceiverWithoutSecret(t *testing.T) {
 	if w.Code != 500 || !strings.Contains(w.Body.String(), "status 500 asked for") {
 		t.Errorf("answered %d %q, want 500 saying why", w.Code, w.Body.String())
 	}
-	out.wait(t, `PUT /x\?y=1 run=- attempt=- sig=unchecked -> 500 body="not json\\n"$`, time.Second)
+	out.wait(t, `PUT /x\?y=1 run=- attempt=- sig=unchecked -> 500 body="not json\\n"$`, 10*time.Second)
 
 	// A /status/NNN path overrides --status.
 	rc.status = 200

@@ -73,7 +73,7 @@ func TestServeDeliversToReceive(t *testing.T) {
 	if code := srv.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("serve exited %d after SIGTERM, want 0", code)
 	}
-	srv.stderr.wait(t, `"msg":"chronos stopped"`, time.Second)
+	srv.stderr.wait(t, `"msg":"chronos stopped"`, 10*time.Second)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -44,10 +44,10 @@ func TestTapReconnects(t *testing.T) {
 	go func() {
 		done <- tap(ctx, tapOptions{urls: []string{srv.URL}, key: "k", job: "3", typ: "run."}, out, errOut)
 	}()
-	out.wait(t, ` run.attempted +job=3 run=11 attempt=1 succeeded http=204 1\.5ms @i1$`, 5*time.Second)
-	errOut.wait(t, `connected to .* \(instance i1\)`, time.Second)
-	errOut.wait(t, `stream closed by the instance; reconnecting in 250ms`, 5*time.Second)
-	out.wait(t, ` run=12 .*@i2$`, 5*time.Second)
+	out.wait(t, ` run.attempted +job=3 run=11 attempt=1 succeeded http=204 1\.5ms @i1$`, 20*time.Second)
+	errOut.wait(t, `connected to .* \(instance i1\)`, 10*time.Second)
+	errOut.wait(t, `stream closed by the instance; reconnecting in 250ms`, 20*time.Second)
+	out.wait(t, ` run=12 .*@i2$`, 20*time.Second)
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("tap returned %v after cancel, want nil", err)

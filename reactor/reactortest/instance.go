@@ -91,7 +91,7 @@ func (in *Instance) StartListener(t testing.TB, dsn string, reconnectDelay time.
 	cfg := listeners.Config{DSN: dsn, Instance: in.Name, ReconnectDelay: cmp.Or(reconnectDelay, ReconnectDelay)}
 	in.Listener = listeners.New(cfg, in.Bus, in.Log)
 	in.Go(in.Listener.Run)
-	Eventually(t, 5*time.Second, "listener connected", in.Listener.Connected)
+	Eventually(t, 20*time.Second, "listener connected", in.Listener.Connected)
 	return in.Listener
 }
 

@@ -48,11 +48,19 @@ const (
 	// staleAfter is when a test database left by a killed test run is
 	// dropped by a later one.
 	staleAfter = 2 * time.Hour
+	// keepOtherTemplates is how many templates of other migration versions
+	// survive, the newest ones: checkouts with different migrations share a
+	// server, and dropping each other's template on every run would fail
+	// the clones in flight and rebuild templates over and over.
+	keepOtherTemplates = 4
 )
 
 var (
 	mu    sync.Mutex
 	ready string // the template known to exist, once checked in this process
+	// templateName names the template of the current migrations; a test
+	// swaps it for a private one.
+	templateName = func() string { return templatePrefix + sql.SchemaHash()[:16] }
 )
 
 // New returns an open pool on a fresh migrated database, closed and
@@ -97,17 +105,26 @@ func create(t testing.TB, migrated bool) string {
 	}
 	defer admin.Close(context.Background())
 
-	stmt := "CREATE DATABASE %s"
-	if migrated {
-		tmpl, err := ensureTemplate(ctx, t, admin, base)
-		if err != nil {
-			t.Fatalf("sqltest: prepare template database: %v", err)
-		}
-		stmt += " TEMPLATE " + ident(tmpl)
-	}
 	name := testPrefix + strconv.FormatInt(time.Now().Unix(), 10) + "_" + randomHex(6)
-	if _, err := admin.Exec(ctx, fmt.Sprintf(stmt, ident(name))); err != nil {
-		t.Fatalf("sqltest: create test database: %v", err)
+	// Another checkout with other migrations may drop our template between
+	// the check and the clone (see keepOtherTemplates): check again.
+	for try := 1; ; try++ {
+		stmt := "CREATE DATABASE " + ident(name)
+		if migrated {
+			tmpl, err := ensureTemplate(ctx, t, admin, base)
+			if err != nil {
+				t.Fatalf("sqltest: prepare template database: %v", err)
+			}
+			stmt += " TEMPLATE " + ident(tmpl)
+		}
+		_, err := admin.Exec(ctx, stmt)
+		if err == nil {
+			break
+		}
+		if !migrated || !templateGone(err) || try == 5 {
+			t.Fatalf("sqltest: create test database: %v", err)
+		}
+		forgetTemplate()
 	}
 	t.Cleanup(func() {
 		if err := drop(base, name); err != nil {
@@ -137,10 +154,24 @@ func WithDatabase(dsn, database string) (string, error) {
 	return dsn + " dbname=" + database, nil
 }
 
+// templateGone reports a CREATE DATABASE whose template does not exist
+// (any more).
+func templateGone(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "3D000"
+}
+
+// forgetTemplate makes the next ensureTemplate look for the template again.
+func forgetTemplate() {
+	mu.Lock()
+	ready = ""
+	mu.Unlock()
+}
+
 func ensureTemplate(ctx context.Context, t testing.TB, admin *pgx.Conn, base string) (string, error) {
-	name := templatePrefix + sql.SchemaHash()[:16]
 	mu.Lock()
 	defer mu.Unlock()
+	name := templateName()
 	if ready == name {
 		return name, nil
 	}
@@ -218,10 +249,13 @@ func waitNoSessions(ctx context.Context, admin *pgx.Conn, db string) error {
 	}
 }
 
-// dropStale drops test databases left behind by killed test runs. Failures are logged, not fatal: they
-// cost disk, not correctness.
+// dropStale drops the older templates of other migration versions (all but
+// the newest keepOtherTemplates) and test databases left behind by killed
+// test runs. Failures are logged, not fatal: they cost disk, not
+// correctness.
 func dropStale(ctx context.Context, t testing.TB, admin *pgx.Conn, keep string) {
-	rows, err := admin.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'chronos\\_tmpl\\_%' OR datname LIKE 'chronos\\_test\\_%'")
+	// Newest first: database oids grow with creation.
+	rows, err := admin.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'chronos\\_tmpl\\_%' OR datname LIKE 'chronos\\_test\\_%' ORDER BY oid DESC")
 	if err != nil {
 		t.Logf("sqltest: list stale databases: %v", err)
 		return
@@ -231,23 +265,38 @@ func dropStale(ctx context.Context, t testing.TB, admin *pgx.Conn, keep string) 
 		t.Logf("sqltest: list stale databases: %v", err)
 		return
 	}
-	for _, n := range names {
-		if !stale(n, keep, time.Now()) {
-			continue
-		}
+	for _, n := range stale(names, keep, time.Now()) {
 		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(n)+" WITH (FORCE)"); err != nil {
 			t.Logf("sqltest: drop stale database %s: %v", n, err)
 		}
 	}
 }
 
-func stale(name, keep string, now time.Time) bool {
-	if strings.HasPrefix(name, templatePrefix) {
-		// Templates of other migration versions are kept: another
-		// checkout (a branch, a colleague's worktree on a shared server)
-		// may be cloning one right now. They cost a few megabytes each.
-		return false
+// stale picks, from names (newest first), the databases to drop: templates
+// of other migration versions beyond the newest keepOtherTemplates, and
+// test databases older than staleAfter.
+func stale(names []string, keep string, now time.Time) []string {
+	var out []string
+	others := 0
+	for _, name := range names {
+		if strings.HasPrefix(name, templatePrefix) {
+			if name == keep || name == keep+"_build" {
+				continue
+			}
+			if others++; others > keepOtherTemplates {
+				out = append(out, name)
+			}
+			continue
+		}
+		if staleTest(name, now) {
+			out = append(out, name)
+		}
 	}
+	return out
+}
+
+// staleTest reports a test database left behind for longer than staleAfter.
+func staleTest(name string, now time.Time) bool {
 	rest, ok := strings.CutPrefix(name, testPrefix)
 	if !ok {
 		return false

@@ -3,6 +3,7 @@ package sqltest
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -96,17 +97,41 @@ func TestFailsWithHowToWhenUnreachable(t *testing.T) {
 
 func TestStale(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	cases := map[string]bool{
-		"chronos_tmpl_aaaa":                false, // kept
-		"chronos_tmpl_bbbb":                false, // another checkout may be cloning it
-		"chronos_test_" + "990000" + "_ab": true,
-		"chronos_test_" + "999999" + "_ab": false,
-		"chronos_test_garbage":             false,
-		"postgres":                         false,
+	names := []string{ // newest first
+		"chronos_tmpl_b", "chronos_tmpl_aaaa", "chronos_tmpl_c", "chronos_tmpl_d_build", "chronos_tmpl_aaaa_build",
+		"chronos_tmpl_e", "chronos_tmpl_f", "chronos_tmpl_g",
+		"chronos_test_" + "990000" + "_ab", "chronos_test_" + "999999" + "_cd", "chronos_test_garbage", "postgres",
 	}
-	for name, want := range cases {
-		if got := stale(name, "chronos_tmpl_aaaa", now); got != want {
-			t.Errorf("stale(%q) = %v, want %v", name, got, want)
+	got := stale(names, "chronos_tmpl_aaaa", now)
+	// Four templates of other versions survive (b, c, d_build, e): another
+	// checkout may be cloning them right now.
+	want := []string{"chronos_tmpl_f", "chronos_tmpl_g", "chronos_test_990000_ab"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("stale = %v, want %v", got, want)
+	}
+}
+
+// TestTemplateDroppedUnderneath: a template that another checkout dropped
+// after this process checked it is looked for (and rebuilt) again instead of
+// failing the test. It uses a private template, so the real one, shared
+// with other checkouts, is never dropped here.
+func TestTemplateDroppedUnderneath(t *testing.T) {
+	private := templatePrefix + "t" + randomHex(6)
+	mu.Lock()
+	saved, savedReady := templateName, ready
+	templateName, ready = func() string { return private }, ""
+	mu.Unlock()
+	t.Cleanup(func() {
+		mu.Lock()
+		templateName, ready = saved, savedReady
+		mu.Unlock()
+		if err := drop(os.Getenv(EnvVar), private); err != nil {
+			t.Errorf("drop %s: %v", private, err)
 		}
+	})
+	New(t) // builds the private template and remembers it
+	if err := drop(os.Getenv(EnvVar), private); err != nil {
+		t.Fatal(err)
 	}
+	New(t)
 }

@@ -62,7 +62,7 @@ func ldrStart(t *testing.T, dsn, name string, poll time.Duration) *ldrInstance {
 	}()
 	t.Cleanup(func() { in.stop(t) })
 	// Wait for the listener, so resignations reach this instance.
-	ldrWait(t, 10*time.Second, name+"'s listener", in.listener.Connected)
+	ldrWait(t, 20*time.Second, name+"'s listener", in.listener.Connected)
 	return in
 }
 
@@ -77,8 +77,8 @@ func (in *ldrInstance) stop(t *testing.T) {
 	in.cancel = nil
 	select {
 	case <-in.done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not stop within 10s", in.name)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s did not stop within 20s", in.name)
 	}
 	if in.err != nil {
 		t.Errorf("%s: Run: %v", in.name, in.err)

@@ -49,7 +49,7 @@ func smClaim(t *testing.T, db *sql.DB, worker string, lease time.Duration) sql.C
 // clock (the one the reaper compares with).
 func smWaitExpired(t *testing.T, db *sql.DB, runID int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var expired bool
 		err := db.Pool.QueryRow(context.Background(),

@@ -42,7 +42,7 @@ func TestTicket02RedirectIsNotSuccess(t *testing.T) {
 		if code < 300 {
 			want, attempts = chronos.StatusSucceeded, 1
 		}
-		r := reactortest.WaitTerminal(t, in.DB, id, 10*time.Second)
+		r := reactortest.WaitTerminal(t, in.DB, id, 30*time.Second)
 		if r.Status != want {
 			t.Errorf("HTTP %d: run is %s, want %s", code, r.Status, want)
 		}

@@ -131,3 +131,36 @@ func TestTicket05OneShotKeepsItsRun(t *testing.T) {
 		}
 	}
 }
+
+// TestTicket05PatchEndedSchedule: PATCH checks only what it changes. A
+// cron job whose year-bounded schedule has ended (its last occurrence has
+// fired) can still be paused, renamed, re-enabled or moved to another
+// zone, and keeps next_run_at null; only a new cron_expr must fire again,
+// as at create.
+func TestTicket05PatchEndedSchedule(t *testing.T) {
+	t.Parallel()
+	a := newAPIServer(t)
+	body := apiJobBody("ended")
+	body["cron_expr"] = "0 0 1 1 * 2020"
+	wantInvalid(t, a.call("POST", "/v1/jobs", body), "cron_expr")
+	body["cron_expr"] = "0 0 1 1 * 2099"
+	j := a.createJob(body)
+	// The years pass: 2099 is over.
+	if _, err := a.DB.Pool.Exec(t.Context(), "UPDATE jobs SET cron_expr = '0 0 1 1 * 2020', next_run_at = NULL WHERE id = $1", j.ID); err != nil {
+		t.Fatal(err)
+	}
+	path := "/v1/jobs/" + apiItoa(j.ID)
+	for _, patch := range []map[string]any{
+		{"enabled": false}, {"name": "renamed"}, {"enabled": true}, {"timezone": "Europe/Berlin"},
+	} {
+		got := apiDecode[map[string]any](t, a.call("PATCH", path, patch).want(t, nethttp.StatusOK))
+		if got["next_run_at"] != nil {
+			t.Fatalf("PATCH %v: next_run_at %v for an ended schedule", patch, got["next_run_at"])
+		}
+	}
+	wantInvalid(t, a.call("PATCH", path, map[string]any{"cron_expr": "0 0 1 1 * 2021"}), "cron_expr")
+	got := apiDecode[map[string]any](t, a.call("PATCH", path, map[string]any{"cron_expr": "0 3 * * *"}).want(t, nethttp.StatusOK))
+	if got["next_run_at"] == nil {
+		t.Fatal("new schedule without next_run_at")
+	}
+}

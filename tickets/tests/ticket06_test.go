@@ -74,7 +74,7 @@ func TestTicket06EndToEnd(t *testing.T) {
 	job := rxJob(t, in.DB, &chronos.Job{TargetURL: tg.URL, MaxRetries: 2,
 		Backoff: chronos.BackoffExponential, BackoffBaseSeconds: 0.05, BackoffMaxSeconds: 0.2})
 	run := in.Trigger(t, job.ID)
-	r := reactortest.WaitStatus(t, in.DB, run.ID, chronos.StatusDead, 10*time.Second)
+	r := reactortest.WaitStatus(t, in.DB, run.ID, chronos.StatusDead, 30*time.Second)
 	// Anything more would come after the backoff cap; wait past it once.
 	time.Sleep(500 * time.Millisecond)
 	if n := tg.Hits.Load(); n != 3 {

@@ -2,9 +2,11 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	nethttp "net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -145,4 +147,35 @@ func TestTicket07Pagination(t *testing.T) {
 	wantInvalid(t, a.call("GET", "/v1/jobs?limit=0", nil), "limit")
 	wantInvalid(t, a.call("GET", "/v1/jobs?limit=abc", nil), "limit")
 	wantInvalid(t, a.call("GET", "/v1/jobs?cursor=not-a-cursor", nil), "cursor")
+}
+
+// TestTicket07NoJobBreaksTheWalk: no create or PATCH can store a job that
+// a page cannot show. A run_at whose UTC year is outside 1-9999 (not
+// writable as RFC 3339) and a payload nested deeper than JSON parsers
+// accept are 400s naming the field, and every page still decodes.
+func TestTicket07NoJobBreaksTheWalk(t *testing.T) {
+	t.Parallel()
+	a := newAPIServer(t)
+	shot := a.createJob(map[string]any{"name": "shot", "run_at": "2030-01-01T00:00:00Z", "target_url": "http://127.0.0.1:9/x"})
+	a.createJob(apiJobBody("cron"))
+	deep := json.RawMessage(strings.Repeat("[", 1000) + strings.Repeat("]", 1000))
+	for field, bad := range map[string][]any{
+		"run_at":  {"9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+01:00"},
+		"payload": {deep},
+	} {
+		for _, v := range bad {
+			body := map[string]any{"name": "bad", "run_at": "2030-01-01T00:00:00Z", "target_url": "http://127.0.0.1:9/x"}
+			body[field] = v
+			wantInvalid(t, a.call("POST", "/v1/jobs", body), field)
+			wantInvalid(t, a.call("PATCH", "/v1/jobs/"+apiItoa(shot.ID), map[string]any{field: v}), field)
+		}
+	}
+	p := apiDecode[apiJobPage](t, a.call("GET", "/v1/jobs?limit=1", nil).want(t, nethttp.StatusOK))
+	for n := 1; p.NextCursor != nil; n++ {
+		p = apiDecode[apiJobPage](t, a.call("GET", "/v1/jobs?limit=1&cursor="+url.QueryEscape(*p.NextCursor), nil).want(t, nethttp.StatusOK))
+		if n > 2 {
+			t.Fatalf("walk of 2 jobs goes on: %d pages", n+1)
+		}
+	}
+	apiDecode[*chronos.Job](t, a.call("GET", "/v1/jobs/"+apiItoa(shot.ID), nil).want(t, nethttp.StatusOK))
 }

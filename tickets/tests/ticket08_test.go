@@ -19,12 +19,12 @@ func TestTicket08CronJobsProduceRuns(t *testing.T) {
 	dsn := sqltest.NewURL(t)
 	tg := rxNewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
 	in := rxStart(t, dsn, "t08", rxOptions{Reactor: true, Listener: true})
-	rxEventually(t, 5*time.Second, "leadership", in.Reactor.IsLeader)
+	rxEventually(t, 20*time.Second, "leadership", in.Reactor.IsLeader)
 
 	expr := "*/1 * * * * *"
 	job := rxJob(t, in.DB, &chronos.Job{CronExpr: &expr, TargetURL: tg.URL})
 	var runs []*chronos.Run
-	rxEventually(t, 8*time.Second, "three runs delivered", func() bool {
+	rxEventually(t, 30*time.Second, "three runs delivered", func() bool {
 		var err error
 		runs, _, err = in.DB.Runs(context.Background(), job.ID, sql.RunFilter{Status: chronos.StatusSucceeded, Limit: 100})
 		if err != nil {

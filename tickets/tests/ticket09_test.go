@@ -163,3 +163,22 @@ func nextTransition(t *testing.T, loc *time.Location, now time.Time, spring bool
 func dayMonth(d time.Time) string {
 	return apiItoa(int64(d.Day())) + " " + apiItoa(int64(d.Month())) + " *"
 }
+
+// TestTicket09ZoneIsIANA: a job's time zone is an IANA zone (or UTC), the
+// same on every instance. "Local" and the zoneinfo entries that follow the
+// machine ("localtime") or are not zones are 400s naming timezone, at
+// create and PATCH, so next_run_at never depends on an instance's TZ.
+func TestTicket09ZoneIsIANA(t *testing.T) {
+	t.Parallel()
+	a := newAPIServer(t)
+	j := a.createJob(apiJobBody("zoned"))
+	for _, tz := range []string{"Local", "localtime", "posixrules", "right/Europe/Berlin"} {
+		body := apiJobBody("local")
+		body["timezone"] = tz
+		wantInvalid(t, a.call("POST", "/v1/jobs", body), "timezone")
+		wantInvalid(t, a.call("PATCH", "/v1/jobs/"+apiItoa(j.ID), map[string]any{"timezone": tz}), "timezone")
+	}
+	body := apiJobBody("berlin")
+	body["timezone"] = "Europe/Berlin"
+	a.call("POST", "/v1/jobs", body).want(t, nethttp.StatusCreated)
+}

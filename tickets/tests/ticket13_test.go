@@ -77,7 +77,7 @@ func TestTicket13(t *testing.T) {
 					// IsLeader turns true only once the work is started,
 					// so it may lag by an instant here; the check that
 					// matters is the one from another connection.
-					ldrWaitQuiet(200*time.Millisecond, l.IsLeader)
+					ldrWaitQuiet(5*time.Second, l.IsLeader)
 				}
 				for ctx.Err() == nil { // a tick
 					wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -126,7 +126,7 @@ func TestTicket13(t *testing.T) {
 		}
 		// Both Runs have returned: the lock must be free (allowing the
 		// server a moment to finish a backend whose client hung up).
-		free := ldrWaitQuiet(2*time.Second, func() bool { return reactortest.LockHolder(t, obs) == "" })
+		free := ldrWaitQuiet(10*time.Second, func() bool { return reactortest.LockHolder(t, obs) == "" })
 		if !free {
 			t.Fatalf("iteration %d: the advisory lock is still held by %q after both leaders stopped", i, reactortest.LockHolder(t, obs))
 		}

@@ -26,7 +26,7 @@ func TestTicket19ListenerReconnectResyncs(t *testing.T) {
 	})
 	admin := reactortest.OpenDB(t, dsn, "t19-admin")
 	job := rxJob(t, admin, &chronos.Job{TargetURL: tg.URL})
-	rxEventually(t, 5*time.Second, "leadership", b.Reactor.IsLeader)
+	rxEventually(t, 20*time.Second, "leadership", b.Reactor.IsLeader)
 
 	events := b.Bus.Subscribe(64, func(e chronos.Event) bool {
 		return e.Type == chronos.EventListenerDown || e.Type == chronos.EventResync
@@ -34,7 +34,7 @@ func TestTicket19ListenerReconnectResyncs(t *testing.T) {
 	defer events.Close()
 	next := func(want chronos.EventType) time.Time {
 		t.Helper()
-		deadline := time.After(10 * time.Second)
+		deadline := time.After(20 * time.Second)
 		for {
 			select {
 			case e := <-events.C():
@@ -67,13 +67,15 @@ func TestTicket19ListenerReconnectResyncs(t *testing.T) {
 		t.Fatal("the listener reconnected before the runs were created; the test proves nothing")
 	}
 	resynced := next(chronos.EventResync)
+	// Long before the idle poll (a minute) could explain it: the bound is
+	// wide, for a loaded machine; the delays are logged.
+	const bound = 20 * time.Second
 	for _, id := range ids {
-		r := reactortest.WaitStatus(t, admin, id, chronos.StatusSucceeded, 10*time.Second)
-		if d := r.Attempts[0].StartedAt.Sub(resynced); d > 2*time.Second {
-			t.Errorf("run %d started %s after the resync", id, d)
+		r := reactortest.WaitStatus(t, admin, id, chronos.StatusSucceeded, 30*time.Second)
+		d := r.Attempts[0].StartedAt.Sub(resynced)
+		if d > bound {
+			t.Errorf("run %d started %s after the resync, want within %s (the idle poll is a minute)", id, d, bound)
 		}
-	}
-	if s := time.Since(resynced); s > 10*time.Second {
-		t.Errorf("runs took %s after the resync", s)
+		t.Logf("run %d started %s after the resync", id, d.Round(time.Millisecond))
 	}
 }
