@@ -20,7 +20,7 @@ func labelsArg(j *chronos.Job) any {
 
 // where appends the conditions of the search filters (name prefix,
 // substring, labels) on the jobs table to args, each " AND ..." backed by
-// an index of migration 009.
+// an index of migration 008.
 func (f *JobFilter) where(args *[]any) string {
 	var b strings.Builder
 	add := func(cond string, vals ...any) {

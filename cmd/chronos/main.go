@@ -1,10 +1,14 @@
 // Command chronos is the Chronos scheduler in one binary: serve (API,
 // reactor and listener), migrate, tap (the event stream), receive (a demo
-// webhook target), version, and the subcommands other files register (bench).
+// webhook target), bench, health, version, and the operators' commands
+// over the REST API: jobs, runs and apply (jobs as code).
 //
-// Every subcommand parses its own flags with the standard flag package and
-// answers --help. Exit codes: 0 success, 1 failure at run time, 2 bad usage
-// or configuration.
+// The root is a spf13/cobra command (root.go), which gives shell
+// completion and one help. The server-side subcommands keep parsing their
+// own flags with the standard flag package (registered in the commands
+// table, their flags unchanged); the API commands are cobra commands on
+// package client. Exit codes: 0 success, 1 failure at run time, 2 bad
+// usage or configuration.
 package main
 
 import (
@@ -15,9 +19,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/spf13/pflag"
 )
 
 // command is one subcommand of the binary.
@@ -33,6 +38,7 @@ type command struct {
 // environ is what a command sees of the process: its streams and
 // environment, injectable so commands can be run in-process by tests.
 type environ struct {
+	stdin          io.Reader // nil reads as empty
 	stdout, stderr io.Writer
 	getenv         func(string) string
 }
@@ -67,44 +73,38 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	env := &environ{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	env := &environ{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	code := runMain(ctx, os.Args[1:], env)
 	stop()
 	os.Exit(code)
 }
 
-// runMain dispatches to a subcommand and turns its error into an exit code.
+// runMain runs the command line on the cobra root (root.go) and turns
+// its error into an exit code.
 func runMain(ctx context.Context, args []string, env *environ) int {
 	if len(args) == 0 {
 		printHelp(env.stderr)
 		return 2
 	}
-	name := args[0]
-	switch name {
-	case "help", "-h", "-help", "--help":
-		if len(args) > 1 {
-			if c, ok := commands[args[1]]; ok {
-				return exitCode(env, c.run(ctx, []string{"--help"}, env))
-			}
-			fmt.Fprintf(env.stderr, "chronos: unknown command %q\n", args[1])
-			return 2
-		}
-		printHelp(env.stdout)
-		return 0
+	switch args[0] {
+	case "-h", "-help":
+		args[0] = "--help"
 	case "-version", "--version":
-		name = "version"
+		args = append([]string{"version"}, args[1:]...)
 	}
-	c, ok := commands[name]
-	if !ok {
-		fmt.Fprintf(env.stderr, "chronos: unknown command %q (try `chronos help`)\n", name)
-		return 2
+	root := newRoot(ctx, env)
+	root.SetArgs(args)
+	_, err := root.ExecuteContextC(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra's own words, `unknown command "x" for "chronos"`: bad usage.
+		err = usagef("%v (try `chronos help`)", err)
 	}
-	return exitCode(env, c.run(ctx, args[1:], env))
+	return exitCode(env, err)
 }
 
 // exitCode prints err (if any) as one line and maps it to an exit code.
 func exitCode(env *environ, err error) int {
-	if err == nil || errors.Is(err, flag.ErrHelp) {
+	if err == nil || errors.Is(err, flag.ErrHelp) || errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
 	fmt.Fprintf(env.stderr, "chronos: %v\n", err)
@@ -115,17 +115,11 @@ func exitCode(env *environ, err error) int {
 	return 1
 }
 
+// printHelp prints the root command's help.
 func printHelp(w io.Writer) {
-	fmt.Fprint(w, "chronos: a distributed cron scheduler on Postgres.\n\nUsage: chronos <command> [flags]\n\nCommands:\n")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
-	}
-	fmt.Fprint(w, "  help      show this help, or `chronos help <command>`\n\nRun `chronos <command> --help` for the flags of a command.\n")
+	root := newRoot(context.Background(), &environ{stdout: w, stderr: w, getenv: func(string) string { return "" }})
+	root.SetOut(w)
+	_ = root.Help()
 }
 
 // flagSet is a subcommand's flags and where its --help goes.

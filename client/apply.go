@@ -1,0 +1,289 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/sourcegraph/conc/pool"
+
+	"github.com/chronoshq/chronos"
+)
+
+// Action is what Apply does to one job.
+type Action string
+
+// Actions of a plan.
+const (
+	ActionCreate Action = "create"
+	ActionUpdate Action = "update"
+	ActionDelete Action = "delete"
+)
+
+// Change is one field of a job that an update changes.
+type Change struct {
+	Field    string          `json:"field"`
+	From, To json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes from and to as JSON values.
+func (c Change) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Field string          `json:"field"`
+		From  json.RawMessage `json:"from"`
+		To    json.RawMessage `json:"to"`
+	}{c.Field, c.From, c.To})
+}
+
+// Step is one write of a plan.
+type Step struct {
+	Action  Action   `json:"action"`
+	Name    string   `json:"name"`
+	ID      int64    `json:"id,omitempty"` // of an existing job
+	Changes []Change `json:"changes,omitempty"`
+	spec    *Spec
+}
+
+// Plan is what Apply would do to make the server match a manifest.
+type Plan struct {
+	Steps     []Step `json:"steps"`
+	Unchanged int    `json:"unchanged"`
+}
+
+// Empty reports whether the plan writes nothing.
+func (p *Plan) Empty() bool { return len(p.Steps) == 0 }
+
+// PlanOptions tunes MakePlan.
+type PlanOptions struct {
+	// Prune deletes the jobs that match Selector and that the manifest
+	// does not name. It needs a non-empty Selector.
+	Prune    bool
+	Selector Selector
+}
+
+// MakePlan compares the manifest with the server: a job the manifest names
+// that the server lacks is created; one whose fields differ is updated
+// with just those fields. Fields the spec leaves out are compared with
+// their defaults, so deleting a line from the file resets the field; the
+// exception is enabled, compared only when the spec sets it, so a job
+// paused by an operator stays paused across applies. Secret header values
+// are write-only and cannot be compared: a header the server shows
+// redacted counts as unchanged.
+func (c *Client) MakePlan(ctx context.Context, specs []*Spec, o PlanOptions) (*Plan, error) {
+	if o.Prune && len(o.Selector) == 0 {
+		return nil, &chronos.Error{Code: chronos.EINVALID, Message: "--prune needs a label selector: it deletes only the jobs the selector picks",
+			Fields: map[string]string{"selector": "is required with prune"}}
+	}
+	existing, err := c.AllJobs(ctx, JobFilter{})
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	byName := make(map[string]*chronos.Job, len(existing))
+	for _, j := range existing {
+		byName[j.Name] = j
+	}
+	p := &Plan{Steps: []Step{}}
+	named := make(map[string]bool, len(specs))
+	for _, s := range specs {
+		named[s.Name] = true
+		cur, ok := byName[s.Name]
+		if !ok {
+			p.Steps = append(p.Steps, Step{Action: ActionCreate, Name: s.Name, spec: s})
+			continue
+		}
+		changes, err := diff(s, cur)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Source, err)
+		}
+		if len(changes) == 0 {
+			p.Unchanged++
+			continue
+		}
+		p.Steps = append(p.Steps, Step{Action: ActionUpdate, Name: s.Name, ID: cur.ID, Changes: changes, spec: s})
+	}
+	if o.Prune {
+		for _, j := range existing {
+			if !named[j.Name] && o.Selector.Matches(labelsOf(j)) {
+				p.Steps = append(p.Steps, Step{Action: ActionDelete, Name: j.Name, ID: j.ID})
+			}
+		}
+	}
+	return p, nil
+}
+
+// managedFields are the fields apply compares: every field a spec may set
+// but generate_signing_secret (create only).
+func managedFields() []string {
+	var out []string
+	for f := range specFields() {
+		if f != "generate_signing_secret" {
+			out = append(out, f)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// diff compares a spec's job with the server's, field by field, through
+// their JSON forms.
+func diff(s *Spec, cur *chronos.Job) ([]Change, error) {
+	want, err := jsonFields(s.Job)
+	if err != nil {
+		return nil, err
+	}
+	have, err := jsonFields(cur)
+	if err != nil {
+		return nil, err
+	}
+	var out []Change
+	for _, f := range managedFields() {
+		if f == "enabled" {
+			if _, set := s.Fields["enabled"]; !set {
+				continue
+			}
+		}
+		w, h := want[f], have[f]
+		if w == nil {
+			continue // a field the root type lacks
+		}
+		if f == "headers" {
+			w = unredacted(w, h)
+		}
+		if !sameJSON(w, h) {
+			out = append(out, Change{Field: f, From: h, To: w})
+		}
+	}
+	return out, nil
+}
+
+// unredacted returns want with the value of each header the server shows
+// as chronos.Redacted replaced by that marker: the stored secret cannot be
+// read back, and sending the marker keeps it (see chronos.Redacted).
+func unredacted(want, have json.RawMessage) json.RawMessage {
+	var w, h map[string]string
+	if json.Unmarshal(want, &w) != nil || json.Unmarshal(have, &h) != nil {
+		return want
+	}
+	for k, v := range h {
+		if _, ok := w[k]; ok && v == chronos.Redacted {
+			w[k] = chronos.Redacted
+		}
+	}
+	b, _ := json.Marshal(w)
+	return b
+}
+
+func jsonFields(j *chronos.Job) (map[string]json.RawMessage, error) {
+	b, err := json.Marshal(j.Redacted())
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	return m, json.Unmarshal(b, &m)
+}
+
+// sameJSON compares two JSON values by meaning (key order, spacing and
+// number spelling aside); an absent value equals null.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if len(a) > 0 && json.Unmarshal(a, &x) != nil {
+		return false
+	}
+	if len(b) > 0 && json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	// An empty object or list and null mean the same for these fields.
+	return reflect.DeepEqual(emptyToNil(x), emptyToNil(y))
+}
+
+func emptyToNil(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		if len(t) == 0 {
+			return nil
+		}
+	case []any:
+		if len(t) == 0 {
+			return nil
+		}
+	}
+	return v
+}
+
+// ApplyResult is what Apply did.
+type ApplyResult struct {
+	Created, Updated, Deleted, Unchanged int
+}
+
+// Apply carries out a plan, Parallel writes at a time (at least 1). Every
+// step is tried; the error joins each that failed, naming its job.
+func (c *Client) Apply(ctx context.Context, p *Plan, parallel int) (ApplyResult, error) {
+	res := ApplyResult{Unchanged: p.Unchanged}
+	counts := make([]Action, len(p.Steps))
+	wp := pool.New().WithContext(ctx).WithMaxGoroutines(max(parallel, 1))
+	for i, st := range p.Steps {
+		wp.Go(func(ctx context.Context) error {
+			var err error
+			switch st.Action {
+			case ActionCreate:
+				body, _ := json.Marshal(st.spec.Fields)
+				_, err = c.CreateJobJSON(ctx, body)
+			case ActionUpdate:
+				patch := map[string]json.RawMessage{}
+				for _, ch := range st.Changes {
+					patch[ch.Field] = ch.To
+				}
+				body, _ := json.Marshal(patch)
+				_, err = c.UpdateJobJSON(ctx, st.ID, body)
+			case ActionDelete:
+				err = c.DeleteJob(ctx, st.ID)
+			}
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", st.Action, st.Name, err)
+			}
+			counts[i] = st.Action
+			return nil
+		})
+	}
+	err := wp.Wait()
+	for _, a := range counts {
+		switch a {
+		case ActionCreate:
+			res.Created++
+		case ActionUpdate:
+			res.Updated++
+		case ActionDelete:
+			res.Deleted++
+		}
+	}
+	return res, err
+}
+
+// String renders a plan as a diff, one line per step and field.
+func (p *Plan) String() string {
+	var b strings.Builder
+	for _, st := range p.Steps {
+		switch st.Action {
+		case ActionCreate:
+			fmt.Fprintf(&b, "+ create %s\n", st.Name)
+		case ActionDelete:
+			fmt.Fprintf(&b, "- delete %s (id %d)\n", st.Name, st.ID)
+		case ActionUpdate:
+			fmt.Fprintf(&b, "~ update %s (id %d)\n", st.Name, st.ID)
+			for _, ch := range st.Changes {
+				fmt.Fprintf(&b, "    %s: %s -> %s\n", ch.Field, compact(ch.From), compact(ch.To))
+			}
+		}
+	}
+	return b.String()
+}
+
+func compact(b json.RawMessage) string {
+	if len(b) == 0 {
+		return "null"
+	}
+	return string(b)
+}

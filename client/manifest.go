@@ -1,0 +1,271 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/chronoshq/chronos"
+)
+
+// Spec is one job of a manifest: its fields as the file gives them (the
+// wire form of POST /v1/jobs), where they came from, and the job they
+// describe once the server's defaults are applied.
+type Spec struct {
+	Name   string
+	Source string                     // file, and position in it
+	Fields map[string]json.RawMessage // as written
+	Job    *chronos.Job               // defaults applied, validated
+}
+
+// ManifestError is a manifest refused whole: every problem of every job,
+// each naming the file, the job and the field.
+type ManifestError struct{ Problems []string }
+
+// Error implements error.
+func (e *ManifestError) Error() string {
+	return fmt.Sprintf("%d problem(s); nothing was changed:\n  %s", len(e.Problems), strings.Join(e.Problems, "\n  "))
+}
+
+// LoadManifest reads jobs from each path: a YAML or JSON file, a directory
+// (its *.yaml, *.yml and *.json files, in name order, not recursing) or
+// "-" for stdin. A file holds one or more YAML documents, each a list of
+// jobs, a mapping with a "jobs" list, or a single job. Every job is
+// checked as the server would check it; one bad job refuses the lot with a
+// *ManifestError.
+func LoadManifest(paths []string, stdin io.Reader) ([]*Spec, error) {
+	var files []string
+	for _, p := range paths {
+		if p == "-" {
+			files = append(files, p)
+			continue
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			if ext := strings.ToLower(filepath.Ext(e.Name())); !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
+				files = append(files, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	if len(files) == 0 {
+		return nil, errors.New("no manifest files (want *.yaml, *.yml or *.json)")
+	}
+	var specs []*Spec
+	var problems []string
+	seen := map[string]string{}
+	for _, f := range files {
+		name, data, err := readFile(f, stdin)
+		if err != nil {
+			return nil, err
+		}
+		raws, err := splitJobs(data)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		for i, raw := range raws {
+			s, errs := checkSpec(raw, fmt.Sprintf("%s: job %d", name, i+1))
+			problems = append(problems, errs...)
+			if s == nil {
+				continue
+			}
+			if first, dup := seen[s.Name]; dup {
+				problems = append(problems, fmt.Sprintf("%s: field name: %q is also the name of %s (names are unique)", s.Source, s.Name, first))
+				continue
+			}
+			seen[s.Name] = s.Source
+			specs = append(specs, s)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &ManifestError{Problems: problems}
+	}
+	return specs, nil
+}
+
+// ReadObjects reads the jobs of one file ("-": stdin) as raw JSON
+// objects, unchecked: what `chronos jobs create -f` and `update -f` send.
+func ReadObjects(path string, stdin io.Reader) ([]json.RawMessage, error) {
+	name, data, err := readFile(path, stdin)
+	if err != nil {
+		return nil, err
+	}
+	raws, err := splitJobs(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return raws, nil
+}
+
+func readFile(path string, stdin io.Reader) (name string, data []byte, err error) {
+	if path == "-" {
+		if stdin == nil {
+			return "<stdin>", nil, nil
+		}
+		data, err = io.ReadAll(stdin)
+		return "<stdin>", data, err
+	}
+	data, err = os.ReadFile(path)
+	return path, data, err
+}
+
+// splitJobs decodes every YAML document of data into the raw JSON of each
+// job it holds.
+func splitJobs(data []byte) ([]json.RawMessage, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var out []json.RawMessage
+	for {
+		var doc any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, errors.New(yaml.FormatError(err, false, false))
+		}
+		switch d := doc.(type) {
+		case nil:
+			continue
+		case []any:
+			for _, j := range d {
+				out = append(out, mustJSON(j))
+			}
+		case map[string]any:
+			if jobs, ok := d["jobs"]; ok && len(d) == 1 {
+				list, ok := jobs.([]any)
+				if !ok {
+					return nil, errors.New(`"jobs" must be a list of jobs`)
+				}
+				for _, j := range list {
+					out = append(out, mustJSON(j))
+				}
+				continue
+			}
+			out = append(out, mustJSON(d))
+		default:
+			return nil, fmt.Errorf("a document must be a job, a list of jobs or {jobs: [...]}, not %T", doc)
+		}
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil { // a YAML value JSON cannot hold (a map with non-string keys)
+		b, _ = json.Marshal(fmt.Sprint(v))
+	}
+	return b
+}
+
+// specFields are the fields a job spec may hold: the JSON names of
+// chronos.JobUpdate, so a field the root type gains is accepted at once.
+func specFields() map[string]bool {
+	out := map[string]bool{}
+	t := reflect.TypeOf(chronos.JobUpdate{})
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// checkSpec checks one job as the server checks a create and returns it,
+// or the problems, each naming where, the job and the field.
+func checkSpec(raw json.RawMessage, where string) (*Spec, []string) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, []string{where + ": a job must be a mapping of fields"}
+	}
+	var name string
+	_ = json.Unmarshal(fields["name"], &name)
+	if name != "" {
+		where = fmt.Sprintf("%s (%s)", where, name)
+	}
+	var problems []string
+	known := specFields()
+	var keys []string
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !known[k] {
+			problems = append(problems, fmt.Sprintf("%s: field %s: unknown field", where, k))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	var u chronos.JobUpdate
+	if err := json.Unmarshal(raw, &u); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, []string{fmt.Sprintf("%s: field %s: must be %s, not a JSON %s", where, te.Field, te.Type, te.Value)}
+		}
+		return nil, []string{fmt.Sprintf("%s: %v", where, err)}
+	}
+	j, err := NewJob(&u)
+	if err != nil {
+		var ae *chronos.Error
+		if errors.As(err, &ae) && len(ae.Fields) > 0 {
+			var fs []string
+			for f := range ae.Fields {
+				fs = append(fs, f)
+			}
+			sort.Strings(fs)
+			for _, f := range fs {
+				problems = append(problems, fmt.Sprintf("%s: field %s: %s", where, f, ae.Fields[f]))
+			}
+			return nil, problems
+		}
+		return nil, []string{fmt.Sprintf("%s: %v", where, err)}
+	}
+	return &Spec{Name: j.Name, Source: where, Fields: fields, Job: j}, nil
+}
+
+// NewJob builds the job a create request describes, as POST /v1/jobs
+// does: the defaults, then the Set fields of u, then validation. It lets
+// a manifest be refused before anything is sent.
+func NewJob(u *chronos.JobUpdate) (*chronos.Job, error) {
+	var j chronos.Job
+	j.ApplyDefaults()
+	j.MaxRetries = chronos.DefaultMaxRetries
+	j.Enabled = true
+	if _, err := u.Apply(&j); err != nil {
+		return nil, err
+	}
+	if j.Timezone == "" {
+		j.Timezone = "UTC"
+	}
+	if j.Headers == nil {
+		j.Headers = map[string]string{}
+	}
+	if !u.BackoffMaxSeconds.Set && j.BackoffMaxSeconds < j.BackoffBaseSeconds {
+		j.BackoffMaxSeconds = j.BackoffBaseSeconds
+	}
+	if err := j.Validate(); err != nil {
+		return nil, err
+	}
+	return &j, nil
+}

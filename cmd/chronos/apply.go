@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronoshq/chronos/client"
+)
+
+// newApplyCmd is `chronos apply`: jobs as code (client.MakePlan, Apply).
+func newApplyCmd(env *environ) *cobra.Command {
+	var files []string
+	var dryRun, prune bool
+	var selector string
+	var parallel int
+	var api *apiFlags
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE|DIR|-",
+		Short: "make the server's jobs match a file (jobs as code), keyed by name",
+		Long: `Apply creates and updates jobs, keyed by name, so the server matches the files.
+
+A file is YAML or JSON: one or more documents, each a list of jobs, a
+mapping {jobs: [...]}, or one job, in the fields of POST /v1/jobs. A
+directory means its *.yaml, *.yml and *.json files; - means stdin.
+
+Every job is checked before anything changes: one invalid job refuses the
+whole apply, naming the file, the job and the field. A field the file
+leaves out is set to its default, except enabled, which apply changes only
+when the file sets it (a job paused by hand stays paused). Secret header
+values are write-only: a change to one alone is not seen. A second apply of
+the same files reports no changes and writes nothing.
+
+--prune deletes the jobs with the labels of --selector that the files no
+longer list; it needs --selector.`,
+		Example: "  chronos apply -f jobs.yaml --dry-run\n  chronos apply -f jobs/ --prune --selector team=payments\n  cat jobs.yaml | chronos apply -f -",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(files) == 0 {
+				return usagef("apply: -f is required")
+			}
+			sel, err := client.ParseSelector(selector)
+			if err != nil {
+				return usageError{err}
+			}
+			if prune && len(sel) == 0 {
+				return usagef("apply: --prune needs --selector (it deletes only the jobs the selector picks)")
+			}
+			c, err := api.client()
+			if err != nil {
+				return err
+			}
+			start := time.Now()
+			specs, err := client.LoadManifest(files, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			p, err := c.MakePlan(cmd.Context(), specs, client.PlanOptions{Prune: prune, Selector: sel})
+			if err != nil {
+				return err
+			}
+			if api.out.format != "table" {
+				if !dryRun && !p.Empty() {
+					if _, err := c.Apply(cmd.Context(), p, parallel); err != nil {
+						return err
+					}
+				}
+				return api.out.print(p, nil)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprint(out, p.String())
+			if p.Empty() {
+				fmt.Fprintf(out, "no changes (%d job(s) unchanged)\n", p.Unchanged)
+				return nil
+			}
+			if dryRun {
+				fmt.Fprintf(out, "dry run: %d to change, %d unchanged; nothing was changed\n", len(p.Steps), p.Unchanged)
+				return nil
+			}
+			res, err := c.Apply(cmd.Context(), p, parallel)
+			fmt.Fprintf(out, "%d created, %d updated, %d deleted, %d unchanged in %s\n",
+				res.Created, res.Updated, res.Deleted, res.Unchanged, time.Since(start).Round(time.Millisecond))
+			return err
+		},
+	}
+	api = addAPIFlags(cmd, env)
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&files, "file", "f", nil, "a file, a directory or - for stdin (repeatable)")
+	fl.BoolVar(&dryRun, "dry-run", false, "print the changes and change nothing")
+	fl.BoolVar(&prune, "prune", false, "delete the jobs --selector picks that the files do not list")
+	fl.StringVarP(&selector, "selector", "l", "", "labels k=v[,k=v...] of the jobs --prune may delete")
+	fl.IntVar(&parallel, "parallel", 8, "writes in flight at once")
+	return cmd
+}
