@@ -65,8 +65,8 @@ type Overview struct {
 	LagP50, LagP99 time.Duration
 	// Leader names the instance holding the leadership lock ("" when none).
 	Leader string
-	// Instances are the application names of the sessions connected to
-	// the database: the instances alive as far as it knows.
+	// Instances are the instances whose listener is connected to the
+	// database: those alive as far as it knows.
 	Instances []string
 }
 
@@ -102,8 +102,11 @@ func (db *DB) Overview(ctx context.Context, window time.Duration) (*Overview, er
 	                   FROM job_runs
 	                  WHERE status IN ('succeeded', 'dead') AND finished_at > now() - $1 * interval '1 microsecond'
 	                    AND trigger = 'schedule' AND started_at IS NOT NULL) s`, micros(window))
-	b.Queue(`SELECT DISTINCT application_name FROM pg_stat_activity
-	          WHERE datname = current_database() AND application_name <> '' AND pid <> pg_backend_pid()
+	// Every chronos serve holds one LISTEN connection, named
+	// <instance>-listener (package listeners): those name the instances,
+	// and other clients of the database (psql, adminer) are left out.
+	b.Queue(`SELECT DISTINCT left(application_name, -length('-listener')) FROM pg_stat_activity
+	          WHERE datname = current_database() AND application_name LIKE '%-listener'
 	          ORDER BY 1`)
 	br := db.Pool.SendBatch(ctx, b)
 	defer br.Close()

@@ -39,8 +39,14 @@ type env struct {
 // a reactor run on the instance's bus, as in chronos serve.
 func newEnv(t *testing.T, live bool) *env {
 	t.Helper()
+	return newEnvAs(t, live, "")
+}
+
+// newEnvAs is newEnv with the instance named name (a unique name when "").
+func newEnvAs(t *testing.T, live bool, name string) *env {
+	t.Helper()
 	dsn := sqltest.NewURL(t)
-	in := reactortest.NewInstance(t, dsn, "")
+	in := reactortest.NewInstance(t, dsn, name)
 	c := ui.New(ui.Config{Instance: in.Name, APIKeys: testKeys, TargetPolicy: chronos.TargetPolicy{AllowPrivate: true}}, in.DB, in.Bus, in.Log)
 	srv := httptest.NewServer(c.Handler())
 	// Cleanups run last-in first: end the event streams, then the server.

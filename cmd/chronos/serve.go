@@ -35,9 +35,9 @@ const shutdownSlack = 10 * time.Second
 
 func serveHelp() string {
 	var b strings.Builder
-	b.WriteString(`Runs one Chronos instance: the REST API and event tap on HTTP_ADDR, the
-reactor (dispatcher, workers, leader election, materializer, reaper) and the
-LISTEN connection, all on one in-process bus. Run as many instances as you
+	b.WriteString(`Runs one Chronos instance: the REST API, the event tap and the web console
+(/ui/) on HTTP_ADDR, the reactor (dispatcher, workers, leader election,
+materializer, reaper) and the LISTEN connection, all on one in-process bus. Run as many instances as you
 like against one database: they share the work and elect one leader.
 
 SIGTERM or SIGINT shuts down gracefully: no new claims, in-flight requests
