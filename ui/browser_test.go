@@ -81,12 +81,24 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the live page filtered by job %d shows %d events of other jobs", jobID, other)
 	}
 
-	// Pause it inline on the job list (htmx swaps the row).
+	// Pause it inline on the job list (htmx swaps the row), with the
+	// keyboard alone: Tab to the row's Pause button, press Enter.
 	row := "#job-" + strconv.FormatInt(jobID, 10)
-	run(t, ctx, "pause it",
+	pause := row + ` button[formaction$="/pause"]`
+	run(t, ctx, "open the job list",
 		chromedp.Navigate(base+"/ui/jobs"),
-		chromedp.WaitVisible(css(row+` button[formaction$="/pause"]`)),
-		chromedp.Click(css(row+` button[formaction$="/pause"]`)),
+		chromedp.WaitVisible(css(pause)))
+	for i := 0; ; i++ {
+		if value(t, ctx, "focus", js[bool](`document.activeElement === document.querySelector('`+pause+`')`)) {
+			break
+		}
+		if i == 60 {
+			t.Fatal("60 presses of Tab never reached the Pause button")
+		}
+		run(t, ctx, "Tab", chromedp.KeyEvent("\t"))
+	}
+	run(t, ctx, "pause it",
+		chromedp.KeyEvent("\r"),
 		until(`document.querySelector('`+row+` button[formaction$="/resume"]') !== null && document.getElementById("notice").textContent === "Paused."`, 10*time.Second))
 	if j, _ := e.in.DB.Job(bg, jobID); j.Enabled {
 		t.Fatal("the job is still enabled after Pause")

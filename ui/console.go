@@ -52,6 +52,8 @@ type Console struct {
 	static nethttp.Handler
 	mux    *nethttp.ServeMux
 
+	streams streamSlots // open event streams by key
+
 	closing   chan struct{}
 	closeOnce sync.Once
 }

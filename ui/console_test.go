@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
+	"github.com/chronoshq/chronos/ui"
 )
 
 // maxPageBytes is the issue's budget for one page.
@@ -250,6 +251,14 @@ func TestPagesEscapeWhatUsersAndTargetsSuppliedAndStaySmall(t *testing.T) {
 			}
 		}
 	}
+	// The overview counts the dead run, and the job list shows it as the
+	// job's last outcome.
+	if _, body := c.get("/ui/"); !strings.Contains(body, `<span class="n">1</span><span class="sub"><span class="st st-dead">dead</span> last hour`) {
+		t.Error("the overview does not count the dead run")
+	}
+	if _, body := c.get("/ui/jobs"); !strings.Contains(body, `href="/ui/runs/`+strconv.FormatInt(run.ID, 10)+`"><span class="st st-dead">dead</span>`) {
+		t.Error("the job list does not show the dead run as the last outcome")
+	}
 	_, body := c.get("/ui/runs/" + strconv.FormatInt(run.ID, 10))
 	if !strings.Contains(body, "&lt;script&gt;alert(&#34;target&#34;)&lt;/script&gt;") {
 		t.Error("the run page does not show the target's answer as text")
@@ -257,3 +266,39 @@ func TestPagesEscapeWhatUsersAndTargetsSuppliedAndStaySmall(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestEventStreamsPerKeyAreCapped(t *testing.T) {
+	e := newEnv(t, false)
+	c := e.client(t)
+	c.signIn(readKey)
+	u, _ := url.Parse(e.srv.URL + "/ui/")
+	ck := c.hc.Jar.Cookies(u)[0]
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	open := func() *http.Response {
+		req, _ := http.NewRequest("GET", e.srv.URL+"/ui/events?type=run.", nil)
+		req.AddCookie(ck)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	var streams []*http.Response
+	defer func() {
+		for _, s := range streams {
+			s.Body.Close()
+		}
+	}()
+	for range ui.MaxStreamsPerKey {
+		s := open()
+		streams = append(streams, s)
+		if s.StatusCode != http.StatusOK || s.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("stream %d: %d %s", len(streams), s.StatusCode, s.Header.Get("Content-Type"))
+		}
+	}
+	extra := open()
+	extra.Body.Close()
+	if extra.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("stream %d of one key: %d, want 429", ui.MaxStreamsPerKey+1, extra.StatusCode)
+	}
+}

@@ -156,6 +156,10 @@ func (c *Console) bulkJobs(w nethttp.ResponseWriter, r *nethttp.Request, s *sess
 		return
 	}
 	ids := r.PostForm["id"]
+	if len(ids) == 0 {
+		c.fail(w, r, s, nethttp.StatusBadRequest, "Select the jobs to "+action+" first.")
+		return
+	}
 	if len(ids) > maxBulkJobs {
 		c.fail(w, r, s, nethttp.StatusBadRequest, "Select at most 500 jobs at once.")
 		return
