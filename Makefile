@@ -11,7 +11,7 @@ TEST_TIMEOUT ?= 12m
 FUZZTIME    ?= 20s
 PKGS        ?= ./...
 
-.PHONY: test fmt-check vet staticcheck lint gotest gotest-deploy build image fuzz bench dev clean
+.PHONY: test fmt-check vet staticcheck lint gotest gotest-deploy build image fuzz bench dev clean screenshots
 
 ## test: gofmt check, go vet, staticcheck, then go test -race against a real Postgres
 ## (the chronos module, then the deploy module's checks of deploy/ and compose.yaml).
@@ -69,6 +69,11 @@ fuzz:
 ## end-to-end load generator is `chronos bench`.
 bench:
 	bash scripts/testdb.sh $(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./sql/...
+
+## screenshots: every console page, light and dark, rendered by Chromium
+## into docs/ (ui/screenshots_test.go); commit the PNGs with the change.
+screenshots:
+	CHRONOS_SCREENSHOTS=$(CURDIR)/docs bash scripts/testdb.sh $(GO) test -count=1 -run '^TestScreenshots$$' ./ui/
 
 ## dev: the local development environment.
 dev:

@@ -2,8 +2,6 @@ package http
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	nethttp "net/http"
 	"strings"
 
@@ -50,21 +48,9 @@ func setCaller(c *gin.Context, cl Caller) {
 	c.Request = c.Request.WithContext(chronos.WithActor(ctx, cl.Name)) // the audit history's "who"
 }
 
-// matchKey compares the presented key with every configured key in
-// constant time: the SHA-256 digests have one length whatever the lengths
-// of the keys (subtle.ConstantTimeCompare returns early on a length
-// mismatch), and the loop never stops at the first match, so the timing
-// does not tell which key (or how many) matched. It returns the index of
-// the matching key, or -1.
-func (s *Server) matchKey(presented string) int {
-	h := sha256.Sum256([]byte(presented))
-	idx := -1
-	for i := range s.keys {
-		eq := subtle.ConstantTimeCompare(h[:], s.keys[i].Hash[:])
-		idx = subtle.ConstantTimeSelect(eq, i, idx)
-	}
-	return idx
-}
+// matchKey returns the index of the configured key presented matches, or
+// -1, in constant time (chronos.KeyRing.Match).
+func (s *Server) matchKey(presented string) int { return chronos.KeyRing(s.keys).Match(presented) }
 
 // authenticate guards /v1: Authorization: Bearer <key>, unless the
 // operator disabled authentication. A read key may use GET routes only;

@@ -17,34 +17,9 @@ type jobList struct {
 	NextCursor *string        `json:"next_cursor"`
 }
 
-// newJob builds the job a create request describes. The body has the
-// shape of a PATCH (chronos.JobUpdate) applied to a job holding the
-// defaults, which gives one set of rules for both: an absent field takes
-// its default, an explicit value (even 0) is validated as given, null on a
-// field that cannot be null is a 400.
-func newJob(u *chronos.JobUpdate) (*chronos.Job, error) {
-	var j chronos.Job
-	j.ApplyDefaults()
-	j.MaxRetries = chronos.DefaultMaxRetries
-	j.Enabled = true
-	if _, err := u.Apply(&j); err != nil {
-		return nil, err
-	}
-	if j.Timezone == "" {
-		j.Timezone = "UTC"
-	}
-	if j.Headers == nil {
-		j.Headers = map[string]string{}
-	}
-	// As in ApplyDefaults: the default cap never undercuts a larger base.
-	if !u.BackoffMaxSeconds.Set && j.BackoffMaxSeconds < j.BackoffBaseSeconds {
-		j.BackoffMaxSeconds = j.BackoffBaseSeconds
-	}
-	if err := j.Validate(); err != nil {
-		return nil, err
-	}
-	return &j, nil
-}
+// newJob builds the job a create request describes (chronos.NewJob, shared
+// with the console).
+func newJob(u *chronos.JobUpdate) (*chronos.Job, error) { return chronos.NewJob(u) }
 
 // createJob is POST /v1/jobs.
 func (s *Server) createJob(c *gin.Context) {

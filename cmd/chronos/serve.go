@@ -20,6 +20,7 @@ import (
 	"github.com/chronoshq/chronos/listeners"
 	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/ui"
 )
 
 func init() {
@@ -36,9 +37,9 @@ const shutdownSlack = 10 * time.Second
 
 func serveHelp() string {
 	var b strings.Builder
-	b.WriteString(`Runs one Chronos instance: the REST API and event tap on HTTP_ADDR, the
-reactor (dispatcher, workers, leader election, materializer, reaper) and the
-LISTEN connection, all on one in-process bus. Run as many instances as you
+	b.WriteString(`Runs one Chronos instance: the REST API, the event tap and the web console
+(/ui/) on HTTP_ADDR, the reactor (dispatcher, workers, leader election,
+materializer, reaper) and the LISTEN connection, all on one in-process bus. Run as many instances as you
 like against one database: they share the work and elect one leader.
 
 SIGTERM or SIGINT shuts down gracefully: no new claims, in-flight requests
@@ -136,13 +137,16 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		ClockSkew:             cfg.ClockSkew,
 	}, db, b, log)
 	api := chttp.NewServer(httpCfg, db, b, probe{lst, r}, log)
+	console := ui.New(ui.Config{Instance: cfg.InstanceID, APIKeys: httpCfg.APIKeys, AuthDisabled: httpCfg.AuthDisabled,
+		SessionSecret: cfg.ConsoleSessionSecret, TargetPolicy: httpCfg.TargetPolicy}, db, b, log)
 	hs := &nethttp.Server{
-		Handler:           api.Handler(),
+		Handler:           withConsole(api.Handler(), console.Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(clog.Handler(), slog.LevelWarn),
 		// No WriteTimeout: the event tap streams for as long as the client stays.
 	}
+	hs.RegisterOnShutdown(console.Close) // end the console's event streams, as api.Run's return ends the tap's
 	if certs != nil {
 		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
 	}
@@ -320,3 +324,19 @@ func metricsMux(api *chttp.Server) nethttp.Handler {
 }
 func (p probe) InFlight() int    { return p.r.InFlight() }
 func (p probe) WorkerSlots() int { return p.r.WorkerSlots() }
+
+// withConsole serves the web console under ui.Prefix (and sends /ui to
+// it) beside the API, which keeps every other path exactly as before (no
+// ServeMux in front of it to clean or redirect paths).
+func withConsole(api, console nethttp.Handler) nethttp.Handler {
+	return nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		switch p := r.URL.Path; {
+		case p == strings.TrimSuffix(ui.Prefix, "/") && (r.Method == nethttp.MethodGet || r.Method == nethttp.MethodHead):
+			nethttp.Redirect(w, r, ui.Prefix, nethttp.StatusMovedPermanently)
+		case strings.HasPrefix(p, ui.Prefix):
+			console.ServeHTTP(w, r)
+		default:
+			api.ServeHTTP(w, r)
+		}
+	})
+}

@@ -70,6 +70,11 @@ func TestServeDeliversToReceive(t *testing.T) {
 	})
 	recv.stdout.wait(t, `^\S+ POST /cron run=\d+ attempt=1 scheduled=\S+ lag=\S+ sig=ok -> 200 body=`, 20*time.Second)
 
+	// The console is served beside the API, and an open console event
+	// stream does not hold up the graceful shutdown.
+	stream := openConsoleStream(t, base)
+	defer stream.Close()
+
 	if code := srv.stop(syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("serve exited %d after SIGTERM, want 0", code)
 	}
@@ -223,4 +228,45 @@ func call(t *testing.T, method, url string, body, out any, want ...int) {
 			t.Fatalf("%s %s: decode %s: %v", method, url, b, err)
 		}
 	}
+}
+
+// openConsoleStream checks that serve mounts the web console at /ui/ next
+// to the API, signs in, and returns the body of an open console event
+// stream.
+func openConsoleStream(t *testing.T, base string) io.ReadCloser {
+	t.Helper()
+	noRedirect := &nethttp.Client{Timeout: 10 * time.Second, Transport: &nethttp.Transport{DisableKeepAlives: true},
+		CheckRedirect: func(*nethttp.Request, []*nethttp.Request) error { return nethttp.ErrUseLastResponse }}
+	for path, want := range map[string]int{"/ui": 301, "/ui/login": 200, "/ui/jobs": 303, "/ui/static/htmx.min.js": 200, "/v1/jobs": 401} {
+		resp, err := noRedirect.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	resp, err := noRedirect.PostForm(base+"/ui/login", map[string][]string{"key": {testKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 303 || len(resp.Cookies()) != 1 {
+		t.Fatalf("console sign-in: %d with %d cookies, want 303 and a session cookie", resp.StatusCode, len(resp.Cookies()))
+	}
+	req, _ := nethttp.NewRequest("GET", base+"/ui/events", nil)
+	req.AddCookie(resp.Cookies()[0])
+	stream, err := (&nethttp.Client{Transport: &nethttp.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make([]byte, 8)
+	if stream.StatusCode != 200 {
+		t.Fatalf("console event stream: %d", stream.StatusCode)
+	}
+	if _, err := io.ReadFull(stream.Body, first); err != nil || string(first) != ": chrono" {
+		t.Fatalf("console event stream opened with %q, %v", first, err)
+	}
+	return stream.Body
 }

@@ -1,4 +1,4 @@
-package http
+package chronos
 
 import (
 	"crypto/sha256"

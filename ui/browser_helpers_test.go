@@ -1,0 +1,194 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath finds the browser the tests drive. Without one the browser
+// tests fail (never skip): the console is only tested when they run.
+func chromiumPath(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Fatal("Chromium is not installed, and the console's browser tests need it: " +
+		"install it with `apt-get install -y chromium` (Debian; .ci/run does this), " +
+		"or set CHROMIUM to the path of a Chromium or Chrome binary")
+	return ""
+}
+
+// browserLog collects what the page reports as errors: uncaught
+// exceptions, console.error, and the browser's own error entries (a
+// content-security-policy violation among them). HTTP error statuses,
+// which the browser also logs, are left out: the tests provoke some.
+type browserLog struct {
+	mu     sync.Mutex
+	errors []string
+}
+
+func (l *browserLog) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errors = append(l.errors, s)
+}
+
+// Errors returns what was collected so far.
+func (l *browserLog) Errors() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.errors...)
+}
+
+// newBrowser starts a headless Chromium for the test (stopped at cleanup)
+// with a viewport of w×h and the system colour scheme dark or light, and
+// returns its context and its error log. Every flag keeps it off the
+// network: it only ever talks to the test's 127.0.0.1 servers.
+func newBrowser(t *testing.T, w, h int, dark bool) (context.Context, *browserLog) {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox, // tests run as root in CI
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(w, h),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-default-apps", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter,AutofillServerCommunication"),
+		chromedp.Flag("no-proxy-server", true),
+		chromedp.Flag("hide-scrollbars", true),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelCtx()
+		cancelAlloc()
+	})
+	bl := &browserLog{}
+	err := chromedp.Listen(ctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil {
+				msg += " " + d.Exception.Description
+			}
+			bl.add(fmt.Sprintf("exception: %s at %s:%d", msg, d.URL, d.LineNumber))
+		case *runtime.EventConsoleAPICalled:
+			if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+				var parts []string
+				for _, a := range ev.Args {
+					parts = append(parts, a.Description+string(a.Value))
+				}
+				bl.add("console." + string(ev.Type) + ": " + strings.Join(parts, " "))
+			}
+		case *cdplog.EventEntryAdded:
+			if ev.Entry.Level == cdplog.EntryLevelError && ev.Entry.Source != cdplog.EntrySourceNetwork {
+				bl.add(fmt.Sprintf("log (%s): %s %s", ev.Entry.Source, ev.Entry.Text, ev.Entry.URL))
+			}
+		}
+	})
+	if err != nil {
+		t.Fatalf("start Chromium (%s): %v", chromiumPath(t), err)
+	}
+	scheme := "light"
+	if dark {
+		scheme = "dark"
+	}
+	if _, err := chromedp.Call(ctx, runtime.Enable, cdp.Empty{}); err != nil {
+		t.Fatalf("Runtime.enable: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{}); err != nil {
+		t.Fatalf("Log.enable: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
+		t.Fatalf("emulate prefers-color-scheme: %v", err)
+	}
+	return ctx, bl
+}
+
+// stepTimeout bounds one step of a browser test.
+const stepTimeout = time.Minute
+
+// run runs browser actions in order and fails the test, naming the step,
+// on error.
+func run(t *testing.T, ctx context.Context, step string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(sctx, actions...); err != nil {
+		t.Fatalf("browser: %s: %v", step, err)
+	}
+}
+
+// value runs one action and returns its value, failing the test on error.
+func value[T any](t *testing.T, ctx context.Context, step string, a chromedp.Action[T]) T {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
+	v, err := chromedp.Run(sctx, a)
+	if err != nil {
+		t.Fatalf("browser: %s: %v", step, err)
+	}
+	return v
+}
+
+// until waits for a JavaScript expression to be true in the page. It
+// evaluates the expression every 50 ms and rides over navigations (an
+// evaluation that a page load interrupts is tried again), which a click
+// on a submit button starts.
+func until(expr string, d time.Duration) chromedp.Action[chromedp.Void] {
+	probe := chromedp.Evaluate[bool]("(() => { try { return !!(" + expr + ") } catch (e) { return false } })()")
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		deadline := time.Now().Add(d)
+		var last error
+		for {
+			ok, err := probe(ctx, tg)
+			if err == nil && ok {
+				return chromedp.Void{}, nil
+			}
+			if err != nil {
+				last = err
+			}
+			if time.Now().After(deadline) {
+				return chromedp.Void{}, fmt.Errorf("waited %s for %s (last error: %v)", d, expr, last)
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, ctx.Err()
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// js evaluates a JavaScript expression into a value of type T.
+func js[T any](expr string) chromedp.Action[T] { return chromedp.Evaluate[T](expr) }
+
+// css selects the first element matching a CSS selector.
+func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }

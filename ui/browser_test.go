@@ -1,0 +1,181 @@
+package ui_test
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/reactor/reactortest"
+	"github.com/chronoshq/chronos/sql"
+)
+
+// hostile is what the test's target answers: markup and script that must
+// show as text, never run.
+const hostile = `<script>window.__pwned = "target"</script><img src=x onerror="window.__pwned='img'"><b>bold</b>`
+
+// TestBrowser drives the console in a real Chromium against a real
+// instance (listener, reactor, database): sign in, create a job with the
+// form, watch it fire on the live page, pause it inline, open a dead run
+// and redrive it, and meet a 403 as a read key. Nothing a user or target
+// supplied may execute, the page reports no errors, and the pages fit 375
+// px.
+func TestBrowser(t *testing.T) {
+	e := newEnv(t, true)
+	tg := reactortest.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if strings.HasSuffix(r.URL.Path, "/fail") {
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+		w.Write([]byte(hostile))
+	})
+	ctx, blog := newBrowser(t, 1280, 900, false)
+	base := e.srv.URL
+	bg := context.Background()
+
+	// Sign in: the console sends a stranger to the sign-in form.
+	run(t, ctx, "sign in",
+		chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(css("#key")),
+		chromedp.SendKeys(css("#key"), writeKey),
+		chromedp.Click(css("main form button[type=submit]")),
+		until(`document.querySelector("h1") && document.querySelector("h1").textContent === "Overview"`, 10*time.Second))
+
+	// Create a job with the form: every second, named like a script.
+	name := `<script>window.__pwned = "name"</script>every second`
+	run(t, ctx, "create a job",
+		chromedp.Navigate(base+"/ui/jobs/new"),
+		chromedp.WaitVisible(css("#name")),
+		chromedp.SendKeys(css("#name"), name),
+		chromedp.SendKeys(css("#cron_expr"), "* * * * * *"),
+		chromedp.SetValue(css("#timezone"), "Europe/Berlin"),
+		chromedp.SendKeys(css("#target_url"), tg.URL+"/ok"),
+		chromedp.Click(css("form.form button.primary")),
+		until(`/^\/ui\/jobs\/\d+$/.test(location.pathname) && document.getElementById("notice").textContent === "Job created."`, 10*time.Second))
+	path := value(t, ctx, "read the job page", js[string](`location.pathname`))
+	h1 := value(t, ctx, "read the job heading", chromedp.Text(css("h1")))
+	jobID, _ := strconv.ParseInt(strings.TrimPrefix(path, "/ui/jobs/"), 10, 64)
+	if strings.TrimSpace(h1) != name {
+		t.Errorf("job page heading %q, want the name as text %q", h1, name)
+	}
+	j, err := e.in.DB.Job(bg, jobID)
+	if err != nil || j.Timezone != "Europe/Berlin" || j.CronExpr == nil || *j.CronExpr != "* * * * * *" || !j.Enabled {
+		t.Fatalf("the form created %+v, %v", j, err)
+	}
+
+	// Watch it fire on the live page, then pause and resume the view.
+	run(t, ctx, "watch it fire live",
+		chromedp.Navigate(base+"/ui/live?job_id="+strconv.FormatInt(jobID, 10)),
+		until(`document.querySelector('#live-body tr.ev[data-type="run.attempted"]') !== null`, 20*time.Second),
+		chromedp.Click(css("#live-pause")),
+		until(`document.getElementById("live-pause").getAttribute("aria-pressed") === "true" && document.getElementById("live-state").textContent.startsWith("paused")`, 5*time.Second),
+		chromedp.Click(css("#live-pause")),
+		until(`document.getElementById("live-state").textContent === "live"`, 5*time.Second))
+	other := value(t, ctx, "read the live rows", js[int](`[...document.querySelectorAll("#live-body tr.ev td:nth-child(3)")].filter(td => td.textContent !== "" && td.textContent !== "#`+strconv.FormatInt(jobID, 10)+`").length`))
+	if other != 0 {
+		t.Errorf("the live page filtered by job %d shows %d events of other jobs", jobID, other)
+	}
+
+	// Pause it inline on the job list (htmx swaps the row), with the
+	// keyboard alone: Tab to the row's Pause button, press Enter.
+	row := "#job-" + strconv.FormatInt(jobID, 10)
+	pause := row + ` button[formaction$="/pause"]`
+	run(t, ctx, "open the job list",
+		chromedp.Navigate(base+"/ui/jobs"),
+		chromedp.WaitVisible(css(pause)))
+	for i := 0; ; i++ {
+		if value(t, ctx, "focus", js[bool](`document.activeElement === document.querySelector('`+pause+`')`)) {
+			break
+		}
+		if i == 60 {
+			t.Fatal("60 presses of Tab never reached the Pause button")
+		}
+		run(t, ctx, "Tab", chromedp.KeyEvent("\t"))
+	}
+	run(t, ctx, "pause it",
+		chromedp.KeyEvent("\r"),
+		until(`document.querySelector('`+row+` button[formaction$="/resume"]') !== null && document.getElementById("notice").textContent === "Paused."`, 10*time.Second))
+	if j, _ := e.in.DB.Job(bg, jobID); j.Enabled {
+		t.Fatal("the job is still enabled after Pause")
+	}
+
+	// A dead run: its page shows the target's answer as text; redrive it.
+	dj := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "fails", CronExpr: ptr("0 3 * * *"), TargetURL: tg.URL + "/fail", MaxRetries: 0})
+	dead := e.in.Trigger(t, dj.ID)
+	reactortest.WaitStatus(t, e.in.DB, dead.ID, chronos.StatusDead, 10*time.Second)
+	run(t, ctx, "open the dead run",
+		chromedp.Navigate(base+"/ui/runs/"+strconv.FormatInt(dead.ID, 10)),
+		chromedp.WaitVisible(css("pre.body")))
+	body := value(t, ctx, "read the response body", chromedp.Text(css("pre.body")))
+	if body != hostile {
+		t.Errorf("the run page shows the response body as %q, want the text %q", body, hostile)
+	}
+	run(t, ctx, "redrive it",
+		chromedp.Click(css(`form[action$="/redrive"] button`)),
+		until(`location.pathname !== "/ui/runs/`+strconv.FormatInt(dead.ID, 10)+`" && document.getElementById("notice").textContent.startsWith("Redriven")`, 10*time.Second))
+	runs, _, err := e.in.DB.Runs(bg, dj.ID, sql.RunFilter{})
+	if err != nil || len(runs) != 2 || runs[0].Trigger != chronos.TriggerRedrive || runs[0].RedriveOf == nil || *runs[0].RedriveOf != dead.ID {
+		t.Fatalf("after redrive the job's runs are %v (%v), want a redrive of run %d on top", runs, err, dead.ID)
+	}
+
+	// The pages fit a 375 px wide screen (tables scroll in their box).
+	for _, p := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + strconv.FormatInt(jobID, 10), "/ui/runs/" + strconv.FormatInt(dead.ID, 10), "/ui/live", "/ui/jobs/new"} {
+		run(t, ctx, "375 px: "+p,
+			chromedp.EmulateViewport(375, 800),
+			chromedp.Navigate(base+p),
+			chromedp.WaitReady(css("body")))
+		wide := value(t, ctx, "375 px: "+p, js[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+		if wide {
+			culprits := value(t, ctx, "375 px: "+p, js[string](`[...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 5).map(e => e.tagName + "." + e.className + "#" + e.id + " " + Math.round(e.getBoundingClientRect().right)).join(", ")`))
+			t.Errorf("%s is wider than a 375 px screen: %s", p, culprits)
+		}
+	}
+	run(t, ctx, "back to desktop", chromedp.EmulateViewport(1280, 900))
+
+	// Sign out, sign in with the read key: no controls, and the server
+	// answers 403 to a form posted anyway.
+	run(t, ctx, "sign out and in as a reader",
+		chromedp.Navigate(base+"/ui/jobs"),
+		chromedp.Click(css("form.who button")),
+		until(`location.pathname === "/ui/login"`, 10*time.Second),
+		chromedp.WaitVisible(css("#key")),
+		chromedp.SendKeys(css("#key"), readKey),
+		chromedp.Click(css("main form button[type=submit]")),
+		until(`document.querySelector("h1") && document.querySelector("h1").textContent === "Overview"`, 10*time.Second),
+		chromedp.Navigate(base+"/ui/jobs"),
+		chromedp.WaitVisible(css("table.list")))
+	controls := value(t, ctx, "count controls", js[int](`document.querySelectorAll("main button, main a.button").length - document.querySelectorAll("form.filters button").length`))
+	if controls != 0 {
+		t.Errorf("a reader sees %d controls on the job list", controls)
+	}
+	before, _, _ := e.in.DB.Runs(bg, jobID, sql.RunFilter{Limit: 500})
+	run(t, ctx, "post a trigger as a reader",
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := js[bool](`(() => { const f = document.createElement("form"); f.method = "post"; f.action = "/ui/jobs/`+strconv.FormatInt(jobID, 10)+`/trigger";
+			const i = document.createElement("input"); i.type = "hidden"; i.name = "csrf"; i.value = document.querySelector("input[name=csrf]").value;
+			f.appendChild(i); document.body.appendChild(f); f.submit(); return true })()`)(ctx, tg)
+			return err
+		}),
+		until(`document.querySelector("h1") && document.querySelector("h1").textContent.startsWith("403")`, 10*time.Second))
+	after, _, _ := e.in.DB.Runs(bg, jobID, sql.RunFilter{Limit: 500})
+	for _, r := range after {
+		if r.Trigger == chronos.TriggerManual {
+			t.Fatalf("a reader's trigger created run %d (%d runs before, %d after)", r.ID, len(before), len(after))
+		}
+	}
+
+	// Nothing supplied by a user or a target ran, and the pages reported
+	// no errors.
+	pwned := value(t, ctx, "check for executed script", js[string](`String(window.__pwned)`))
+	if pwned != "undefined" {
+		t.Errorf("supplied script ran: window.__pwned = %s", pwned)
+	}
+	if errs := blog.Errors(); len(errs) > 0 {
+		t.Errorf("the browser reported errors:\n%s", strings.Join(errs, "\n"))
+	}
+}

@@ -1,0 +1,23 @@
+// Package ui is the web console served by every chronos instance at /ui/:
+// server-rendered html/template pages, htmx (vendored in static/, with its
+// license) for in-place interactions, and the event tap streamed to the
+// browser. Everything is embedded in the binary; building it needs no
+// Node.js, and the pages work without internet access.
+//
+// Sign-in takes an API key (the same keys, names and roles as the REST
+// API, chronos.APIKey) and sets a session cookie: HttpOnly, SameSite=Strict,
+// Secure when the request came over TLS, valid for SessionTTL. The cookie
+// is stateless, signed with HMAC-SHA256 under a key derived from the API
+// key's digest and Config.SessionSecret, so every instance that shares
+// API_KEYS (and CONSOLE_SESSION_SECRET) accepts it, and removing an API key
+// ends its sessions. Signing out clears the cookie.
+//
+// Every form that changes something carries a CSRF token bound to the
+// session, and the server also refuses cross-site requests by their Origin
+// and Sec-Fetch-Site headers. A read key sees every page; the controls
+// that change something are not shown to it, and the server answers 403
+// if it sends them anyway.
+//
+// Like package http, ui uses the domain, sql and bus and never the reactor:
+// cmd mounts Console.Handler beside the API's handler.
+package ui

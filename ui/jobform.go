@@ -1,0 +1,200 @@
+package ui
+
+import (
+	"encoding/json"
+	"errors"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chronoshq/chronos"
+)
+
+// localLayout is how a one-shot's run_at appears in the form: wall-clock
+// time in the job's zone, as <input type="datetime-local"> sends it.
+const localLayout = "2006-01-02T15:04:05"
+
+// jobForm is the create and edit form's fields, as text, so a form that
+// does not validate comes back exactly as it was typed.
+type jobForm struct {
+	Name, Kind, CronExpr, RunAt, Timezone        string
+	Method, TargetURL, Headers, Payload          string
+	TimeoutSeconds, MaxRetries, Backoff, Overlap string
+	BackoffBase, BackoffMax                      string
+	Enabled                                      bool
+}
+
+// defaultForm is the form of a new job.
+func defaultForm() jobForm {
+	return jobForm{Kind: "cron", Timezone: "UTC", Method: "POST", Enabled: true,
+		TimeoutSeconds: strconv.Itoa(chronos.DefaultTimeoutSeconds), MaxRetries: strconv.Itoa(chronos.DefaultMaxRetries),
+		Backoff: string(chronos.BackoffExponential), Overlap: string(chronos.OverlapAllow),
+		BackoffBase: strconv.Itoa(chronos.DefaultBackoffBaseSeconds), BackoffMax: strconv.Itoa(chronos.DefaultBackoffMaxSeconds)}
+}
+
+// formOf is the edit form of a stored job; secret header values are
+// masked (chronos.Redacted), and a masked value sent back keeps the
+// stored one.
+func formOf(j *chronos.Job) jobForm {
+	j = j.Redacted()
+	f := jobForm{Name: j.Name, Kind: "cron", Timezone: j.Timezone, Method: j.Method, TargetURL: j.TargetURL,
+		TimeoutSeconds: strconv.Itoa(j.TimeoutSeconds), MaxRetries: strconv.Itoa(j.MaxRetries),
+		Backoff: string(j.Backoff), Overlap: string(j.Overlap), Enabled: j.Enabled,
+		BackoffBase: strconv.FormatFloat(j.BackoffBaseSeconds, 'f', -1, 64),
+		BackoffMax:  strconv.FormatFloat(j.BackoffMaxSeconds, 'f', -1, 64)}
+	if j.CronExpr != nil {
+		f.CronExpr = *j.CronExpr
+	}
+	if j.RunAt != nil {
+		f.Kind = "once"
+		f.RunAt = j.RunAt.In(j.Location()).Format(localLayout)
+	}
+	names := make([]string, 0, len(j.Headers))
+	for k := range j.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		b.WriteString(k + ": " + j.Headers[k] + "\n")
+	}
+	f.Headers = b.String()
+	if len(j.Payload) > 0 {
+		f.Payload = string(j.Payload)
+	}
+	return f
+}
+
+// parseForm reads the posted fields.
+func parseForm(v url.Values) jobForm {
+	g := func(k string) string { return strings.TrimSpace(v.Get(k)) }
+	return jobForm{Name: g("name"), Kind: g("kind"), CronExpr: g("cron_expr"), RunAt: g("run_at"), Timezone: g("timezone"),
+		Method: g("method"), TargetURL: g("target_url"), Headers: v.Get("headers"), Payload: g("payload"),
+		TimeoutSeconds: g("timeout_seconds"), MaxRetries: g("max_retries"), Backoff: g("backoff"), Overlap: g("overlap"),
+		BackoffBase: g("backoff_base_seconds"), BackoffMax: g("backoff_max_seconds"), Enabled: v.Get("enabled") == "true"}
+}
+
+// update turns the form into a JobUpdate that sets every field it shows
+// (Enabled only when create is true: editing never pauses or resumes).
+// Fields that do not parse come back as an EINVALID naming them.
+func (f jobForm) update(create bool) (*chronos.JobUpdate, error) {
+	bad := map[string]string{}
+	u := &chronos.JobUpdate{
+		Name:      chronos.Some(f.Name),
+		Timezone:  chronos.Some(cmpOr(f.Timezone, "UTC")),
+		Method:    chronos.Some(f.Method),
+		TargetURL: chronos.Some(f.TargetURL),
+		Backoff:   chronos.Some(chronos.BackoffStrategy(f.Backoff)),
+		Overlap:   chronos.Some(chronos.OverlapPolicy(f.Overlap)),
+	}
+	if create {
+		u.Enabled = chronos.Some(f.Enabled)
+	}
+	switch f.Kind {
+	case "once":
+		loc, err := chronos.LoadTimezone(cmpOr(f.Timezone, "UTC"))
+		if err != nil {
+			bad["timezone"] = err.Error()
+			break
+		}
+		t, err := parseLocal(f.RunAt, loc)
+		if err != nil {
+			bad["run_at"] = "must be a date and time, e.g. 2026-12-24T18:00"
+			break
+		}
+		u.RunAt = chronos.Some(t)
+		u.CronExpr = chronos.Opt[string]{Set: true, Null: true}
+	default:
+		if f.CronExpr == "" {
+			bad["cron_expr"] = "is required for a cron schedule"
+		}
+		u.CronExpr = chronos.Some(f.CronExpr)
+		u.RunAt = chronos.Opt[time.Time]{Set: true, Null: true}
+	}
+	headers := map[string]string{}
+	for i, line := range strings.Split(f.Headers, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			bad["headers"] = "line " + strconv.Itoa(i+1) + " must be Name: value"
+			continue
+		}
+		headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	u.Headers = chronos.Some(headers)
+	if f.Payload == "" {
+		u.Payload = chronos.Opt[json.RawMessage]{Set: true, Null: true}
+	} else if !json.Valid([]byte(f.Payload)) {
+		bad["payload"] = "must be valid JSON"
+	} else {
+		u.Payload = chronos.Some(json.RawMessage(f.Payload))
+	}
+	intField(bad, "timeout_seconds", f.TimeoutSeconds, &u.TimeoutSeconds)
+	intField(bad, "max_retries", f.MaxRetries, &u.MaxRetries)
+	floatField(bad, "backoff_base_seconds", f.BackoffBase, &u.BackoffBaseSeconds)
+	floatField(bad, "backoff_max_seconds", f.BackoffMax, &u.BackoffMaxSeconds)
+	if len(bad) > 0 {
+		return nil, chronos.InvalidFields(bad)
+	}
+	return u, nil
+}
+
+func intField(bad map[string]string, name, v string, dst *chronos.Opt[int]) {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		bad[name] = "must be a whole number"
+		return
+	}
+	*dst = chronos.Some(n)
+}
+
+func floatField(bad map[string]string, name, v string, dst *chronos.Opt[float64]) {
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		bad[name] = "must be a number"
+		return
+	}
+	*dst = chronos.Some(n)
+}
+
+// parseLocal reads a datetime-local value (seconds optional) as wall-clock
+// time in loc.
+func parseLocal(v string, loc *time.Location) (time.Time, error) {
+	for _, layout := range []string{localLayout, "2006-01-02T15:04"} {
+		if t, err := time.ParseInLocation(layout, v, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, errors.New("not a local date and time")
+}
+
+func cmpOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// fieldErrors splits an EINVALID's fields into those the form shows next
+// to an input and the rest.
+func fieldErrors(err error) (shown map[string]string, other map[string]string) {
+	shown, other = map[string]string{}, map[string]string{}
+	var e *chronos.Error
+	if !errors.As(err, &e) {
+		return shown, other
+	}
+	for k, v := range e.Fields {
+		switch k {
+		case "name", "cron_expr", "run_at", "timezone", "target_url", "headers", "payload":
+			shown[k] = v
+		default:
+			other[k] = v
+		}
+	}
+	return shown, other
+}

@@ -1,0 +1,210 @@
+package ui
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"math"
+	nethttp "net/http"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/chronoshq/chronos"
+)
+
+// view is what every page template gets: the page's own data in D.
+type view struct {
+	Title string
+	Nav   string // which tab is current
+	S     *session
+	Flash string
+	Now   time.Time
+	D     any
+}
+
+// parsePages parses each page template with the shared layout and
+// partials. A template that does not parse is a bug caught by any test.
+func parsePages() map[string]*template.Template {
+	base := template.Must(template.New("base").Funcs(funcs).ParseFS(assets, "templates/_*.html"))
+	pages, err := fs.Glob(assets, "templates/[a-z]*.html")
+	if err != nil {
+		panic(err)
+	}
+	out := map[string]*template.Template{}
+	for _, p := range pages {
+		name := path.Base(p)
+		name = name[:len(name)-len(".html")]
+		out[name] = template.Must(template.Must(base.Clone()).ParseFS(assets, p))
+	}
+	return out
+}
+
+// render writes a page with status code. The page is rendered to a buffer
+// first, so a template error is a clean 500, not half a page.
+func (c *Console) render(w nethttp.ResponseWriter, r *nethttp.Request, s *session, code int, page, title string, d any) {
+	c.renderTemplate(w, s, code, page, "layout", view{Title: title, Nav: page, S: s, Flash: flashOf(r), Now: time.Now(), D: d})
+}
+
+// renderTemplate executes one named template of a page.
+func (c *Console) renderTemplate(w nethttp.ResponseWriter, s *session, code int, page, name string, data any) {
+	t, ok := c.pages[page]
+	var buf bytes.Buffer
+	if !ok {
+		c.log.Error("console: no such page template", "page", page)
+		nethttp.Error(w, "internal error", nethttp.StatusInternalServerError)
+		return
+	}
+	if err := t.ExecuteTemplate(&buf, name, data); err != nil {
+		c.log.Error("console: render", "page", page, "error", err.Error())
+		nethttp.Error(w, "internal error", nethttp.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// fail answers with an error page.
+func (c *Console) fail(w nethttp.ResponseWriter, r *nethttp.Request, s *session, code int, msg string) {
+	c.render(w, r, s, code, "error", nethttp.StatusText(code), map[string]any{"Code": code, "Message": msg})
+}
+
+// failErr answers with the error page an application error calls for: a
+// client's mistake is its 4xx and message, anything else a logged 500.
+func (c *Console) failErr(w nethttp.ResponseWriter, r *nethttp.Request, s *session, err error) {
+	code := statusOf(err)
+	msg := chronos.ErrorMessage(err)
+	if code == nethttp.StatusInternalServerError {
+		c.log.Error("console: request failed", "path", r.URL.Path, "error", err.Error())
+		msg = "Something went wrong on the server; the log has the details."
+	}
+	c.fail(w, r, s, code, msg)
+}
+
+// statusOf maps an application error code to an HTTP status.
+func statusOf(err error) int {
+	switch chronos.ErrorCode(err) {
+	case chronos.EINVALID:
+		return nethttp.StatusBadRequest
+	case chronos.ENOTFOUND:
+		return nethttp.StatusNotFound
+	case chronos.ECONFLICT:
+		return nethttp.StatusConflict
+	case chronos.EFORBIDDEN:
+		return nethttp.StatusForbidden
+	case chronos.EUNAUTHORIZED:
+		return nethttp.StatusUnauthorized
+	}
+	return nethttp.StatusInternalServerError
+}
+
+// flashes are the only messages a redirect can ask a page to show: a
+// code, never text from the request, so a link cannot put words on the
+// page.
+var flashes = map[string]string{
+	"paused":    "Paused.",
+	"resumed":   "Resumed.",
+	"triggered": "Triggered: a run is on its way.",
+	"created":   "Job created.",
+	"saved":     "Saved.",
+	"deleted":   "Job deleted.",
+	"redriven":  "Redriven: a new run is on its way.",
+}
+
+func flashOf(r *nethttp.Request) string { return flashes[r.URL.Query().Get("done")] }
+
+var funcs = template.FuncMap{
+	"rel":    relTime,
+	"inzone": inZone,
+	"utc":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"iso":    func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"deref": func(p any) any {
+		switch v := p.(type) {
+		case *string:
+			if v != nil {
+				return *v
+			}
+		case *int:
+			if v != nil {
+				return *v
+			}
+		case *int64:
+			if v != nil {
+				return *v
+			}
+		case *time.Time:
+			if v != nil {
+				return *v
+			}
+		}
+		return ""
+	},
+	"ms": func(p *int64) string {
+		if p == nil {
+			return "–"
+		}
+		return strconv.FormatInt(*p, 10) + " ms"
+	},
+	"dur": func(d time.Duration) string { return roundDur(d) },
+	"seq": func(n int) []int { return make([]int, n) },
+	"add": func(a, b int) int { return a + b },
+}
+
+// relTime says when t is from now, in the largest unit that fits: "in 3m",
+// "2h ago".
+func relTime(t any, now time.Time) string {
+	var tt time.Time
+	switch v := t.(type) {
+	case time.Time:
+		tt = v
+	case *time.Time:
+		if v == nil {
+			return "–"
+		}
+		tt = *v
+	default:
+		return "–"
+	}
+	d := tt.Sub(now)
+	if d >= 0 {
+		return "in " + roundDur(d)
+	}
+	return roundDur(-d) + " ago"
+}
+
+func roundDur(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return strconv.FormatInt(d.Milliseconds(), 10) + "ms"
+	case d < time.Minute:
+		return strconv.Itoa(int(d.Seconds())) + "s"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return strconv.Itoa(int(math.Round(d.Hours()/24))) + "d"
+}
+
+// inZone shows t in the named time zone, with the zone's abbreviation.
+func inZone(t any, zone string) string {
+	var tt time.Time
+	switch v := t.(type) {
+	case time.Time:
+		tt = v
+	case *time.Time:
+		if v == nil {
+			return "–"
+		}
+		tt = *v
+	default:
+		return "–"
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		loc = time.UTC
+	}
+	return tt.In(loc).Format("2006-01-02 15:04:05 MST")
+}

@@ -1,0 +1,48 @@
+package ui
+
+import (
+	nethttp "net/http"
+	"strconv"
+
+	"github.com/chronoshq/chronos"
+)
+
+// runPage is GET /ui/runs/{id}: the run and every attempt, the response
+// bodies shown as text (escaped), never as markup.
+func (c *Console) runPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
+	id, ok := c.pathID(w, r, s)
+	if !ok {
+		return
+	}
+	run, err := c.db.Run(r.Context(), id)
+	if err != nil {
+		c.failErr(w, r, s, err)
+		return
+	}
+	var job *chronos.Job
+	if j, err := c.db.Job(r.Context(), run.JobID); err == nil {
+		job = j.Redacted()
+	} else if chronos.ErrorCode(err) != chronos.ENOTFOUND {
+		c.failErr(w, r, s, err)
+		return
+	}
+	c.render(w, r, s, nethttp.StatusOK, "run", "Run "+strconv.FormatInt(id, 10),
+		map[string]any{"Run": run, "Job": job, "Attempts": run.Attempts})
+}
+
+// redriveRun is POST /ui/runs/{id}/redrive: a dead run goes round again as
+// a new run, whose page the browser is sent to.
+func (c *Console) redriveRun(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
+	id, ok := c.pathID(w, r, s)
+	if !ok {
+		return
+	}
+	run, err := c.db.Redrive(r.Context(), id)
+	if err != nil {
+		c.failErr(w, r, s, err)
+		return
+	}
+	c.announce(run)
+	c.log.Info("console: run redriven", "run_id", id, "new_run_id", run.ID, "key", s.Name)
+	c.redirectDone(w, r, Prefix+"runs/"+strconv.FormatInt(run.ID, 10), "redriven")
+}

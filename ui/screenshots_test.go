@@ -1,0 +1,109 @@
+package ui_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/reactor/reactortest"
+)
+
+// TestScreenshots renders each page of the console, light and dark, into
+// the directory CHRONOS_SCREENSHOTS names (`make screenshots` sets it to
+// docs/). It is a generator, not a check: without the variable it has
+// nothing to do.
+func TestScreenshots(t *testing.T) {
+	dir := os.Getenv("CHRONOS_SCREENSHOTS")
+	if dir == "" {
+		t.Skip("CHRONOS_SCREENSHOTS is not set; `make screenshots` sets it")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvAs(t, true, "chronos-1")
+	tg := reactortest.NewTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "flaky") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			w.Write([]byte(`{"error": "upstream billing API timed out", "request_id": "9f2c1e"}`))
+			return
+		}
+		w.Write([]byte(`{"ok": true}`))
+	})
+	mk := func(name, cron, zone, path string, retries int, enabled bool) *chronos.Job {
+		j := &chronos.Job{Name: name, CronExpr: ptr(cron), Timezone: zone, TargetURL: tg.URL + path, MaxRetries: retries,
+			BackoffBaseSeconds: 0.05, BackoffMaxSeconds: 0.1, Headers: map[string]string{"X-Team": "platform"}, Payload: []byte(`{"report": "daily"}`)}
+		return reactortest.CreateJob(t, e.in.DB, j)
+	}
+	report := mk("nightly-report", "0 3 * * *", "Europe/Berlin", "/hooks/report", 3, true)
+	billing := mk("billing-sync", "*/5 * * * *", "America/New_York", "/hooks/billing", 5, true)
+	flaky := mk("flaky-partner-webhook", "*/15 * * * *", "UTC", "/hooks/flaky", 1, true)
+	mk("cache-warmup", "@hourly", "Asia/Tokyo", "/hooks/cache", 3, true)
+	paused := mk("quarterly-audit", "0 9 1 */3 *", "Europe/London", "/hooks/audit", 3, true)
+	if _, err := e.in.DB.UpdateJob(t.Context(), paused.ID, &chronos.JobUpdate{Enabled: chronos.Some(false)}); err != nil {
+		t.Fatal(err)
+	}
+	var last, dead *chronos.Run
+	for i := range 6 {
+		for _, j := range []*chronos.Job{report, billing} {
+			last = e.in.Trigger(t, j.ID)
+			reactortest.WaitTerminal(t, e.in.DB, last.ID, 10*time.Second)
+		}
+		if i%2 == 0 {
+			dead = e.in.Trigger(t, flaky.ID)
+			reactortest.WaitTerminal(t, e.in.DB, dead.ID, 10*time.Second)
+		}
+	}
+	pages := []struct{ name, path, ready string }{
+		{"overview", "/ui/", "svg.chart"},
+		{"jobs", "/ui/jobs", "table.list"},
+		{"job", "/ui/jobs/" + strconv.FormatInt(report.ID, 10), "table.list"},
+		{"job-form", "/ui/jobs/" + strconv.FormatInt(billing.ID, 10) + "/edit", "form.form"},
+		{"run", "/ui/runs/" + strconv.FormatInt(dead.ID, 10), "pre.body"},
+		{"live", "/ui/live", "#live-body tr.ev"},
+	}
+	for _, dark := range []bool{false, true} {
+		scheme := map[bool]string{false: "light", true: "dark"}[dark]
+		ctx, blog := newBrowser(t, 1200, 760, dark)
+		shot := func(name string) {
+			png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+			if err := os.WriteFile(filepath.Join(dir, "console-"+name+"-"+scheme+".png"), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(t, ctx, "sign-in page", chromedp.Navigate(e.srv.URL+"/ui/login"), chromedp.WaitVisible(css("#key")))
+		shot("sign-in")
+		run(t, ctx, "sign in",
+			chromedp.SendKeys(css("#key"), writeKey),
+			chromedp.Click(css("main form button[type=submit]")),
+			until(`location.pathname === "/ui/"`, 10*time.Second))
+		for _, p := range pages {
+			steps := []chromedp.Action[chromedp.Void]{chromedp.Navigate(e.srv.URL + p.path)}
+			if p.name == "live" {
+				steps = append(steps, until(`document.getElementById("live-state").textContent === "live"`, 10*time.Second),
+					chromedp.Func(func(_ context.Context, _ *chromedp.Target) error {
+						e.in.Trigger(t, report.ID)
+						e.in.Trigger(t, billing.ID)
+						return nil
+					}))
+			}
+			steps = append(steps, chromedp.WaitVisible(css(p.ready)), until(`document.readyState === "complete"`, 5*time.Second))
+			run(t, ctx, p.name, steps...)
+			if p.name == "live" {
+				run(t, ctx, "live rows", until(`document.querySelectorAll("#live-body tr.ev").length >= 6`, 10*time.Second))
+			}
+			shot(p.name)
+		}
+		if errs := blog.Errors(); len(errs) > 0 {
+			t.Errorf("the browser reported errors (%s):\n%s", scheme, strings.Join(errs, "\n"))
+		}
+	}
+}
