@@ -58,7 +58,9 @@ func TestBrowser(t *testing.T) {
 		chromedp.Click(css("form.form button.primary")),
 		until(`/^\/ui\/jobs\/\d+$/.test(location.pathname) && document.getElementById("notice").textContent === "Job created."`, 10*time.Second))
 	path := value(t, ctx, "read the job page", js[string](`location.pathname`))
-	h1 := value(t, ctx, "read the job heading", chromedp.Text(css("h1")))
+	// Read in one evaluation: a node id taken first can go stale if the
+	// page updates itself in between.
+	h1 := value(t, ctx, "read the job heading", js[string](`document.querySelector("h1").textContent`))
 	jobID, _ := strconv.ParseInt(strings.TrimPrefix(path, "/ui/jobs/"), 10, 64)
 	if strings.TrimSpace(h1) != name {
 		t.Errorf("job page heading %q, want the name as text %q", h1, name)
@@ -107,11 +109,11 @@ func TestBrowser(t *testing.T) {
 	// A dead run: its page shows the target's answer as text; redrive it.
 	dj := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "fails", CronExpr: ptr("0 3 * * *"), TargetURL: tg.URL + "/fail", MaxRetries: 0})
 	dead := e.in.Trigger(t, dj.ID)
-	reactortest.WaitStatus(t, e.in.DB, dead.ID, chronos.StatusDead, 10*time.Second)
+	reactortest.WaitStatus(t, e.in.DB, dead.ID, chronos.StatusDead, 30*time.Second)
 	run(t, ctx, "open the dead run",
 		chromedp.Navigate(base+"/ui/runs/"+strconv.FormatInt(dead.ID, 10)),
 		chromedp.WaitVisible(css("pre.body")))
-	body := value(t, ctx, "read the response body", chromedp.Text(css("pre.body")))
+	body := value(t, ctx, "read the response body", js[string](`document.querySelector("pre.body").textContent`))
 	if body != hostile {
 		t.Errorf("the run page shows the response body as %q, want the text %q", body, hostile)
 	}
