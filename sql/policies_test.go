@@ -141,6 +141,9 @@ func TestEndsAtFinishesTheJob(t *testing.T) {
 	if j.State != chronos.StateScheduled {
 		t.Fatalf("state %q", j.State)
 	}
+	// The job may have been created in the second after now: its first
+	// occurrence is set, so exactly now+1s .. now+3s remain.
+	setNextRunAt(t, db, j.ID, ptr(now.Add(time.Second)))
 	res, err := db.Materialize(ctx, now, 10*time.Second, 10)
 	if err != nil || res.Created != 3 {
 		t.Fatalf("materialize: %+v %v", res, err)
