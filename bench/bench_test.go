@@ -228,7 +228,7 @@ func TestResolve(t *testing.T) {
 		{args: []string{"burst", "all"}, want: append([]string{"burst"}, Names()...)},
 		{args: nil, bad: "name a scenario"},
 		{args: []string{"nope"}, bad: `unknown scenario "nope"`},
-		{args: []string{"burst", "crash"}, bad: `unknown scenario "crash"`},
+		{args: []string{"burst", "bogus"}, bad: `unknown scenario "bogus"`},
 	} {
 		got, err := Resolve(tc.args)
 		if tc.bad != "" {

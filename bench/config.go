@@ -54,6 +54,7 @@ var QuickSizes = Sizes{
 
 // Config is what `chronos bench` was asked to do: its flags, plus what
 // the command wires in (where to write, the databases, the binary).
+// Repeat, Instances and Concurrency must be at least 1; see Validate.
 type Config struct {
 	Sizes
 

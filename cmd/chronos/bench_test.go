@@ -80,7 +80,7 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{[]string{"throughput", "--concurrency", "-1"}, "--concurrency -1"},
 		{[]string{"throughput", "--procs", "--async-commit"}, "--async-commit needs in-process instances"},
 		{[]string{"throughput", "--runs", "many"}, `invalid value "many" for flag -runs`},
-		{[]string{"crash"}, `unknown scenario "crash"`},
+		{[]string{"bogus"}, `unknown scenario "bogus"`},
 		{[]string{"throughput", "--log-level", "loud"}, `invalid --log-level "loud"`},
 	} {
 		var stdout, stderr bytes.Buffer
