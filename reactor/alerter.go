@@ -179,11 +179,12 @@ func (a *alerter) run(ctx context.Context) {
 		lastSeen = time.Now()
 	}
 	seen()
-	arm := func(t time.Time, fromTimer bool) {
-		// The time is the database's; a clock ahead of it would fire early
-		// and find nothing due: back off rather than spin.
+	arm := func(t time.Time, idle bool) {
+		// The time is the database's. A clock ahead of it fires the timer
+		// early, to find nothing due: after such an idle round, wait at
+		// least floor, doubling, rather than spin.
 		d := t.Sub(r.now())
-		if fromTimer {
+		if idle {
 			d = max(d, floor)
 			floor = min(2*floor, alertTimerMax)
 		} else {
@@ -199,7 +200,7 @@ func (a *alerter) run(ctx context.Context) {
 	for {
 		if claimNow {
 			claimNow = false
-			next, err := a.round(ctx)
+			next, n, err := a.round(ctx)
 			if ctx.Err() != nil {
 				return
 			}
@@ -207,7 +208,7 @@ func (a *alerter) run(ctx context.Context) {
 			case err != nil:
 				arm(r.now().Add(claimRetry), false)
 			case next != nil:
-				arm(*next, fromTimer)
+				arm(*next, fromTimer && n == 0)
 			}
 			fromTimer = false
 		}
@@ -234,9 +235,11 @@ func (a *alerter) run(ctx context.Context) {
 }
 
 // round claims and sends alerts while claims come back full, and returns
-// the earliest time a further alert becomes due, if any.
-func (a *alerter) round(ctx context.Context) (*time.Time, error) {
+// the earliest time a further alert becomes due, if any, and how many it
+// sent.
+func (a *alerter) round(ctx context.Context) (*time.Time, int, error) {
 	r := a.r
+	sent := 0
 	for {
 		// Not cut short by shutdown: a claim cancelled after its commit
 		// would leave alerts leased by nobody until the lease ran out.
@@ -245,15 +248,25 @@ func (a *alerter) round(ctx context.Context) (*time.Time, error) {
 		cancel()
 		if err != nil {
 			r.log.Error("claim dead-run alerts failed", "err", err)
-			return nil, err
+			return nil, sent, err
 		}
+		// The retries these sends schedule are due after claim.Next was
+		// read: each send reports its own.
+		next := claim.Next
+		retries := make([]*time.Time, len(claim.Alerts))
 		var wg conc.WaitGroup
-		for _, al := range claim.Alerts {
-			wg.Go(func() { a.send(ctx, al) })
+		for i, al := range claim.Alerts {
+			wg.Go(func() { retries[i] = a.send(ctx, al) })
 		}
 		wg.Wait()
+		sent += len(claim.Alerts)
+		for _, t := range retries {
+			if t != nil && (next == nil || t.Before(*next)) {
+				next = t
+			}
+		}
 		if len(claim.Alerts) < alertBatch || ctx.Err() != nil {
-			return claim.Next, nil
+			return next, sent, nil
 		}
 	}
 }
@@ -266,8 +279,9 @@ type alertResult struct {
 	hasRetry   bool
 }
 
-// send makes one attempt at alert al and records its outcome.
-func (a *alerter) send(ctx context.Context, al *sql.DeadAlert) {
+// send makes one attempt at alert al and records its outcome. It returns
+// when the alert is due again if the attempt failed and another follows.
+func (a *alerter) send(ctx context.Context, al *sql.DeadAlert) *time.Time {
 	r := a.r
 	dest, url := "job", al.URL
 	if url == "" {
@@ -281,7 +295,7 @@ func (a *alerter) send(ctx context.Context, al *sql.DeadAlert) {
 	if al.Attempts > a.cfg.Attempts {
 		// The instance that made the last attempt died before recording it.
 		a.giveUp(wctx, al, log, alertResult{err: "the instance making the last attempt stopped"})
-		return
+		return nil
 	}
 	res := a.post(ctx, url, dest, al)
 	switch {
@@ -289,7 +303,7 @@ func (a *alerter) send(ctx context.Context, al *sql.DeadAlert) {
 		ok, err := r.db.AlertSent(wctx, al)
 		if err != nil {
 			log.Error("record sent dead-run alert failed; it may be sent again", "err", err)
-			return
+			return nil
 		}
 		if ok {
 			log.Info("dead-run alert delivered", "status_code", res.statusCode)
@@ -307,17 +321,19 @@ func (a *alerter) send(ctx context.Context, al *sql.DeadAlert) {
 		if res.hasRetry {
 			delay = min(max(res.retryAfter, delay), a.cfg.BackoffMax)
 		}
-		ok, err := r.db.AlertFailed(wctx, al, res.statusCode, res.err, delay)
+		at, err := r.db.AlertFailed(wctx, al, res.statusCode, res.err, delay)
 		if err != nil {
 			log.Error("record failed dead-run alert failed; it is sent again after its lease", "err", err)
-			return
+			return nil
 		}
-		if ok {
+		if at != nil {
 			log.Warn("dead-run alert failed; retrying", "err", res.err, "status_code", res.statusCode,
 				"retry_in", delay.Round(time.Millisecond), "attempts_left", a.cfg.Attempts-al.Attempts)
 			a.publish(al, chronos.AlertRetrying, res)
 		}
+		return at
 	}
+	return nil
 }
 
 // giveUp drops an alert whose attempts are spent. It is logged and

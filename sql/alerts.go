@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -68,7 +69,8 @@ const claimAlertsSQL = `
 	)
 	SELECT c.id, c.attempts, c.url, c.event, c.created_at, s.signing_secrets, later.next
 	  FROM later LEFT JOIN claimed c ON true
-	  LEFT JOIN jobs s ON s.id = c.job_id AND c.url IS NOT NULL`
+	  LEFT JOIN jobs s ON s.id = c.job_id AND c.url IS NOT NULL
+	 ORDER BY c.id`
 
 // ClaimAlerts claims up to limit due alerts for worker, leased for lease:
 // those of jobs' on_dead_url always, those of the cluster's webhook only
@@ -143,18 +145,25 @@ func (db *DB) AlertSent(ctx context.Context, a *DeadAlert) (bool, error) {
 }
 
 // AlertFailed records a failed attempt and makes the alert due again
-// after delay. It reports false when the lease was lost.
-func (db *DB) AlertFailed(ctx context.Context, a *DeadAlert, statusCode int, errText string, delay time.Duration) (bool, error) {
-	tag, err := db.Pool.Exec(ctx, `
+// after delay. It returns when (on the database's clock), or nil when the
+// lease was lost (another instance owns the row now).
+func (db *DB) AlertFailed(ctx context.Context, a *DeadAlert, statusCode int, errText string, delay time.Duration) (*time.Time, error) {
+	var at time.Time
+	err := db.Pool.QueryRow(ctx, `
 		UPDATE dead_alerts
 		   SET available_at = now() + $4 * interval '1 microsecond', leased_by = NULL,
 		       last_status_code = $5, last_error = $6
-		 WHERE `+alertFence, a.ID, a.Worker, a.Attempts, micros(max(delay, 0)), nonZero(int32(statusCode)),
-		nonEmpty(storable(errText, maxErrorBytes)))
-	if err != nil {
-		return false, mapErr(err, fmt.Sprintf("record failed alert %d", a.ID))
+		 WHERE `+alertFence+`
+		RETURNING available_at`, a.ID, a.Worker, a.Attempts, micros(max(delay, 0)), nonZero(int32(statusCode)),
+		nonEmpty(storable(errText, maxErrorBytes))).Scan(&at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
 	}
-	return tag.RowsAffected() == 1, nil
+	if err != nil {
+		return nil, mapErr(err, fmt.Sprintf("record failed alert %d", a.ID))
+	}
+	at = at.UTC()
+	return &at, nil
 }
 
 // AlertGivenUp deletes an alert whose attempts are spent: it is not sent
