@@ -139,16 +139,16 @@ func (db *DB) Jobs(ctx context.Context, f JobFilter) ([]*chronos.Job, string, er
 		return nil, "", err
 	}
 	limit := pageLimit(f.Limit)
-	args := []any{after, limit + 1}
-	cond := ""
-	if f.Enabled != nil {
-		cond += " AND enabled = $3"
-		args = append(args, *f.Enabled)
-	}
 	var jobs []*chronos.Job
-	if search := f.where(&args); search != "" {
-		jobs, err = db.searchJobs(ctx, cond+search, args)
+	if f.searching() {
+		jobs, err = db.searchJobs(ctx, f, after, limit+1)
 	} else {
+		args := []any{after, limit + 1}
+		cond := ""
+		if f.Enabled != nil {
+			cond += " AND enabled = $3"
+			args = append(args, *f.Enabled)
+		}
 		jobs, err = db.queryJobs(ctx, "SELECT "+jobColumns+" FROM jobs WHERE id > $1"+cond+" ORDER BY id LIMIT $2", args)
 	}
 	if err != nil {
