@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,7 +87,7 @@ const (
 )
 
 // searchJobs returns up to n jobs with ids above after that meet f's
-// filters (f.searching()), in id order. Every way gives the same jobs as
+// filters (f.searching()), in id order. Both ways give the same jobs as
 // the plain filters on jobs (where) would; they differ in what they read,
 // which is what the first page at 1,000,000 jobs pays for:
 //
@@ -94,19 +95,17 @@ const (
 //     in job id order (labelJobs). The btree hands each label's jobs over
 //     sorted, so a page reads about as many entries as it needs, whether
 //     a label matches ten jobs or a third of them.
-//   - a substring (q), or a name prefix with labels: walk job_search in id
-//     order, testing each job (walkJobs). Matches that are dense (1% of
-//     the jobs) fill a page in a few thousand ids; a trigram index would
-//     fetch and sort them all. When the walk shows them sparse, the rest
-//     of the page comes from the indexes (setJobs), for which sparse
-//     matches are cheap.
-//   - a name prefix alone: the indexes (setJobs).
+//   - a substring (q) or a name prefix, with or without labels: walk
+//     job_search in id order, testing each job (walkJobs). Matches that
+//     are dense (1% of the jobs) fill a page in a few thousand ids; the
+//     trigram and name indexes would fetch and sort them all (or, for a
+//     prefix, the planner guesses which from a doubtful estimate, and
+//     a wrong guess sorts 111,111 jobs). When the walk shows the matches
+//     sparse, the rest of the page comes from those indexes (setJobs),
+//     for which sparse matches are cheap.
 func (db *DB) searchJobs(ctx context.Context, f JobFilter, after int64, n int) ([]*chronos.Job, error) {
-	switch {
-	case f.Q == "" && f.NamePrefix == "":
+	if f.Q == "" && f.NamePrefix == "" {
 		return db.labelJobs(ctx, f, after, n)
-	case f.Q == "" && len(f.Labels) == 0:
-		return db.setJobs(ctx, f, after, n)
 	}
 	return db.walkJobs(ctx, f, after, n)
 }
@@ -174,19 +173,28 @@ func (db *DB) walkJobs(ctx context.Context, f JobFilter, after int64, n int) ([]
 	// window's matches.
 	first := 0
 	for _, j := range out {
-		if j.ID <= after+walkFirst {
+		if j.ID <= past(after, walkFirst) {
 			first++
 		}
 	}
-	lo := after + walkFirst
+	lo := past(after, walkFirst)
 	if walkOn(first, n) {
-		lo = after + walkBudget
+		lo = past(after, walkBudget)
 	}
 	rest, err := db.setJobs(ctx, f, lo, n-len(out))
 	if err != nil {
 		return nil, err
 	}
 	return append(out, rest...), nil
+}
+
+// past is the id d ids past id, or the largest id when that overflows (a
+// cursor may name any positive id).
+func past(id, d int64) int64 {
+	if id > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return id + d
 }
 
 // walkOn reports whether a walk goes on past its first window, having
@@ -220,7 +228,7 @@ func walkSQL(f JobFilter, after int64, n int) (string, []any) {
 	if f.Enabled != nil {
 		fmt.Fprintf(&filters, " AND EXISTS (SELECT 1 FROM jobs e WHERE e.id = s.job_id AND e.enabled = %s)", a.add(*f.Enabled))
 	}
-	lo, mid, hi, limit := a.add(after), a.add(after+walkFirst), a.add(after+walkBudget), a.add(n)
+	lo, mid, hi, limit := a.add(after), a.add(past(after, walkFirst)), a.add(past(after, walkBudget)), a.add(n)
 	first, budget := strconv.Itoa(walkFirst), strconv.Itoa(walkBudget-walkFirst)
 	q := `WITH w1 AS MATERIALIZED (
 		SELECT s.job_id FROM job_search s WHERE s.job_id > ` + lo + ` AND s.job_id <= ` + mid + filters.String() + `
@@ -238,8 +246,8 @@ func walkSQL(f JobFilter, after int64, n int) (string, []any) {
 
 // setJobs is searchJobs through the indexes of migration 008 (the name's
 // btree, the trigram indexes, the labels' GIN index), as the planner
-// combines them: every match is found, then sorted. It is what a name
-// prefix alone needs, and what finishes a walk whose matches are sparse.
+// combines them: every match is found, then sorted. It finishes a walk
+// whose matches are sparse.
 //
 // It is planned with its values (QueryExecModeExec), never from a generic
 // cached plan: a generic plan cannot tell a rare prefix or label from a

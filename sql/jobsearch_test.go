@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -179,6 +180,13 @@ func TestSearchMatchesThePlainFilters(t *testing.T) {
 			if got := idsOf(page); !slices.Equal(got, exp) {
 				t.Errorf("%+v after %d: %v, want %v", f, mid, head(got), head(exp))
 			}
+		}
+	}
+	// A cursor near the largest id: nothing after it, and no overflow.
+	for _, f := range filters[:3] {
+		f.Cursor = cursorAfter(math.MaxInt64 - 10)
+		if page, _, err := db.Jobs(ctx, f); err != nil || len(page) != 0 {
+			t.Errorf("%+v: %d jobs, %v", f, len(page), err)
 		}
 	}
 	// Random combinations.
