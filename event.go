@@ -48,7 +48,31 @@ const (
 	EventPruned EventType = "pruner.pruned"
 	// EventDropped: a subscriber lost Count events because it fell behind.
 	EventDropped EventType = "bus.dropped"
+	// EventDeadAlert: this instance tried to send an alert that RunID of
+	// JobID went dead; Op is the outcome (AlertDelivered, AlertRetrying,
+	// AlertFailed, AlertExpired), Attempt the attempt at sending it,
+	// StatusCode and Error the answer.
+	EventDeadAlert EventType = "alert.dead_run"
 )
+
+// Outcomes of a dead-run alert (Event.Op of EventDeadAlert), each a label
+// value of chronos_dead_alerts_total.
+const (
+	// AlertDelivered: the destination answered 2xx.
+	AlertDelivered = "delivered"
+	// AlertRetrying: an attempt failed; the alert is sent again later.
+	AlertRetrying = "retrying"
+	// AlertFailed: the last attempt failed; the alert is given up (and
+	// logged), never reported by another alert.
+	AlertFailed = "failed"
+	// AlertExpired: the alert was dropped unsent because its run died too
+	// long ago (no instance could send it in time, e.g. none has
+	// DEAD_LETTER_WEBHOOK).
+	AlertExpired = "expired"
+)
+
+// AlertOutcomes are the outcomes of EventDeadAlert.
+var AlertOutcomes = []string{AlertDelivered, AlertRetrying, AlertFailed, AlertExpired}
 
 // Reasons an occurrence is skipped (Event.Op of EventSkipped).
 const (

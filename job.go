@@ -46,6 +46,10 @@ type Job struct {
 	JitterSeconds           int           `json:"jitter_seconds"`            // 0: none
 	Exclude                 []DateRange   `json:"exclude"`                   // cron jobs: dates that never fire
 	State                   JobState      `json:"state"`                     // derived: scheduled, paused, finished
+
+	// OnDeadURL, when set, receives a signed alert each time a run of the
+	// job goes dead (see DeadRunAlert); nil: none.
+	OnDeadURL *string `json:"on_dead_url"`
 }
 
 // Defaults and limits of job fields.
@@ -173,6 +177,13 @@ func (j *Job) Validate() error {
 	}
 	if err := ValidateTargetURL(j.TargetURL); err != nil {
 		f["target_url"] = err.Error()
+	}
+	if j.OnDeadURL != nil {
+		// The same rules as target_url: the alert goes out through the
+		// same transport, under the same address policy.
+		if err := ValidateTargetURL(*j.OnDeadURL); err != nil {
+			f["on_dead_url"] = err.Error()
+		}
 	}
 	if !allowedMethods[j.Method] {
 		f["method"] = "must be one of GET, POST, PUT, PATCH, DELETE, HEAD"

@@ -29,6 +29,7 @@ type JobUpdate struct {
 	BackoffMaxSeconds  Opt[float64]           `json:"backoff_max_seconds"`
 	Overlap            Opt[OverlapPolicy]     `json:"overlap"`
 	Enabled            Opt[bool]              `json:"enabled"`
+	OnDeadURL          Opt[string]            `json:"on_dead_url"`
 
 	StartsAt                Opt[time.Time]     `json:"starts_at"`
 	EndsAt                  Opt[time.Time]     `json:"ends_at"`
@@ -124,6 +125,14 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 			j.Payload = nil
 		} else {
 			j.Payload = u.Payload.Value
+		}
+	}
+	if u.OnDeadURL.Set {
+		// null (or "") clears it: no per-job alert.
+		j.OnDeadURL = nil
+		if !u.OnDeadURL.Null && u.OnDeadURL.Value != "" {
+			v := u.OnDeadURL.Value
+			j.OnDeadURL = &v
 		}
 	}
 	if nonNull("timeout_seconds", u.TimeoutSeconds.Set, u.TimeoutSeconds.Null) {

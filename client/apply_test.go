@@ -179,3 +179,58 @@ func TestApplyPrune(t *testing.T) {
 		t.Fatalf("after the prune: %d jobs", len(all))
 	}
 }
+
+// on_dead_url travels with apply like every other field: set, changed,
+// removed (back to none), refused when invalid, naming file, job and field.
+func TestApplyOnDeadURL(t *testing.T) {
+	t.Parallel()
+	c, _ := newServer(t)
+	ctx := ctx(t)
+	dir := t.TempDir()
+	job := func(extra string) string {
+		return "- {name: alerting, cron_expr: \"@hourly\", target_url: \"http://127.0.0.1:9/a\"" + extra + "}\n"
+	}
+	apply := func(body string) *client.Plan {
+		t.Helper()
+		specs, err := client.LoadManifest([]string{writeFile(t, dir, "jobs.yaml", body)}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.MakePlan(ctx, specs, client.PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Apply(ctx, p, 1); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	onDead := func() *string {
+		t.Helper()
+		all, err := c.AllJobs(ctx, client.JobFilter{})
+		if err != nil || len(all) != 1 {
+			t.Fatalf("jobs: %d, %v", len(all), err)
+		}
+		return all[0].OnDeadURL
+	}
+	apply(job(`, on_dead_url: "http://127.0.0.1:9/dead"`))
+	if u := onDead(); u == nil || *u != "http://127.0.0.1:9/dead" {
+		t.Fatalf("created with on_dead_url %v", u)
+	}
+	if p := apply(job(`, on_dead_url: "http://127.0.0.1:9/dead"`)); !p.Empty() {
+		t.Fatalf("second apply: %s", p)
+	}
+	if p := apply(job(`, on_dead_url: "http://127.0.0.1:9/dead2"`)); !strings.Contains(p.String(), `on_dead_url: "http://127.0.0.1:9/dead" -> "http://127.0.0.1:9/dead2"`) {
+		t.Fatalf("edit: %s", p)
+	}
+	if p := apply(job("")); !strings.Contains(p.String(), "on_dead_url") {
+		t.Fatalf("removal: %s", p)
+	}
+	if u := onDead(); u != nil {
+		t.Fatalf("on_dead_url after removal: %q", *u)
+	}
+	_, err := client.LoadManifest([]string{writeFile(t, dir, "bad.yaml", job(`, on_dead_url: "ftp://x/"`))}, nil)
+	if err == nil || !strings.Contains(err.Error(), "bad.yaml: job 1 (alerting): field on_dead_url:") {
+		t.Fatalf("invalid on_dead_url: %v", err)
+	}
+}

@@ -93,7 +93,14 @@ func TestMetrics(t *testing.T) {
 	e.bus.Publish(chronos.Event{Type: chronos.EventSkipped, JobID: 43, Count: 5, Op: chronos.SkipMisfire})
 	e.bus.Publish(chronos.Event{Type: chronos.EventSkipped, JobID: 44, Count: 1, Op: chronos.SkipDeadline})
 	e.bus.Publish(chronos.Event{Type: chronos.EventCaughtUp, JobID: 42, Count: 2})
+	for _, op := range []string{chronos.AlertRetrying, chronos.AlertRetrying, chronos.AlertFailed, chronos.AlertDelivered, "bogus"} {
+		e.bus.Publish(chronos.Event{Type: chronos.EventDeadAlert, JobID: 42, RunID: 7, Op: op})
+	}
 	want := []string{
+		`chronos_dead_alerts_total{outcome="retrying"} 2`,
+		`chronos_dead_alerts_total{outcome="failed"} 1`,
+		`chronos_dead_alerts_total{outcome="delivered"} 1`,
+		`chronos_dead_alerts_total{outcome="expired"} 0`,
 		`chronos_occurrences_skipped_total{reason="overlap"} 3`,
 		`chronos_occurrences_skipped_total{reason="excluded"} 24`,
 		`chronos_occurrences_skipped_total{reason="misfire"} 5`,

@@ -45,6 +45,9 @@ func (s *Server) createJob(c *gin.Context) {
 	if err == nil {
 		err = s.checkTarget(j.TargetURL)
 	}
+	if err == nil && j.OnDeadURL != nil {
+		err = s.checkURL("on_dead_url", *j.OnDeadURL)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -148,6 +151,12 @@ func (s *Server) updateJob(c *gin.Context) {
 			return
 		}
 	}
+	if u.OnDeadURL.Set && !u.OnDeadURL.Null && u.OnDeadURL.Value != "" {
+		if err := s.checkURL("on_dead_url", u.OnDeadURL.Value); err != nil {
+			s.fail(c, err)
+			return
+		}
+	}
 	var j *chronos.Job
 	if n == 0 || !anySet(&u) {
 		j, err = s.db.Job(c.Request.Context(), id)
@@ -216,9 +225,14 @@ func jobUTC(j *chronos.Job) *chronos.Job {
 
 // checkTarget refuses a target URL whose host is a literal address the
 // outbound policy in force refuses: a 400 now beats a dead run later.
-func (s *Server) checkTarget(u string) error {
+func (s *Server) checkTarget(u string) error { return s.checkURL("target_url", u) }
+
+// checkURL is checkTarget for any outbound URL of a job, named field
+// (on_dead_url goes out through the same transport, under the same
+// policy).
+func (s *Server) checkURL(field, u string) error {
 	if err := s.cfg.TargetPolicy.CheckURL(u); err != nil {
-		return invalid("target_url", err.Error())
+		return invalid(field, err.Error())
 	}
 	return nil
 }

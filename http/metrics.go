@@ -35,6 +35,8 @@ var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25
 //	chronos_occurrences_skipped_total{reason}  occurrences the leader skipped or marked missed (reason: overlap,
 //	                                           excluded, misfire, deadline)
 //	chronos_occurrences_caught_up_total        catch-up runs the leader created after a gap
+//	chronos_dead_alerts_total{outcome}         dead-run alert attempts of this instance: delivered, retrying,
+//	                                           failed (given up), expired (dropped unsent)
 //	chronos_bus_dropped_events_total           events lost by slow bus subscribers
 //	chronos_bus_published_events_total         events published on the bus
 //	chronos_leader                             1 while this instance leads
@@ -59,6 +61,7 @@ type metrics struct {
 	claimBatch     prometheus.Histogram
 	skipped        *prometheus.CounterVec
 	caughtUp       prometheus.Counter
+	deadAlerts     *prometheus.CounterVec
 	reconnects     prometheus.Counter
 	requests       *prometheus.CounterVec
 	requestSeconds *prometheus.HistogramVec
@@ -85,6 +88,10 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 			[]string{"reason"}),
 		caughtUp: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_occurrences_caught_up_total",
 			Help: "Catch-up runs the leader created, each standing for the occurrences a job missed in a gap."}),
+		deadAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_dead_alerts_total",
+			Help: "Dead-run alerts this instance tried to send, by outcome (delivered; retrying: an attempt failed, " +
+				"another follows; failed: the last attempt failed, the alert is given up; expired: dropped unsent, too old)."},
+			[]string{"outcome"}),
 		reconnects: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_listener_reconnects_total",
 			Help: "LISTEN connections (re)established (resync events)."}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_http_requests_total",
@@ -95,7 +102,7 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.runs, m.attemptSeconds, m.scheduleLag, m.triggerStart, m.claimBatch, m.skipped, m.caughtUp, m.reconnects,
+		m.runs, m.attemptSeconds, m.scheduleLag, m.triggerStart, m.claimBatch, m.skipped, m.caughtUp, m.deadAlerts, m.reconnects,
 		m.requests, m.requestSeconds,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronos_bus_dropped_events_total",
 			Help: "Events lost by bus subscribers that fell behind."}, func() float64 { return float64(b.Dropped()) }),
@@ -115,6 +122,9 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 	for _, reason := range chronos.SkipReasons {
 		m.skipped.WithLabelValues(reason)
 	}
+	for _, outcome := range chronos.AlertOutcomes {
+		m.deadAlerts.WithLabelValues(outcome)
+	}
 	return m
 }
 
@@ -128,7 +138,8 @@ func boolFloat(b bool) float64 {
 // metricEvents are the bus events the metrics consume.
 func metricEvents(e chronos.Event) bool {
 	switch e.Type {
-	case chronos.EventAttempted, chronos.EventClaimed, chronos.EventResync, chronos.EventSkipped, chronos.EventCaughtUp:
+	case chronos.EventAttempted, chronos.EventClaimed, chronos.EventResync, chronos.EventSkipped, chronos.EventCaughtUp,
+		chronos.EventDeadAlert:
 		return true
 	}
 	return false
@@ -185,6 +196,10 @@ func (m *metrics) observe(e chronos.Event) {
 		m.skipped.WithLabelValues(reason).Add(float64(e.Count))
 	case chronos.EventCaughtUp:
 		m.caughtUp.Inc()
+	case chronos.EventDeadAlert:
+		if slices.Contains(chronos.AlertOutcomes, e.Op) { // a bounded label set
+			m.deadAlerts.WithLabelValues(e.Op).Inc()
+		}
 	}
 }
 

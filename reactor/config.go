@@ -36,6 +36,8 @@ type Config struct {
 	// AllowedTargetNetworks are special-purpose ranges deliveries may
 	// reach nonetheless (never a metadata endpoint).
 	AllowedTargetNetworks []netip.Prefix
+
+	Alerts AlertConfig // dead-run alerts (alerter.go)
 }
 
 // TargetPolicy is the outbound address policy the configuration asks for.

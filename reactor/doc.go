@@ -82,4 +82,15 @@
 // no longer share a signature. Jobs signed with the cluster secret also
 // carry the legacy X-Chronos-Signature: v1=<hex(HMAC-SHA256(secret,
 // timestamp + "." + body))> for targets written before. See signature.go.
+//
+// # Dead-run alerts
+//
+// Every instance runs an alerter (alerter.go) beside the dispatcher: it
+// sends the alerts that a run went dead, which the database writes in the
+// transaction that kills the run, to the job's on_dead_url and to
+// AlertConfig.Webhook (DEAD_LETTER_WEBHOOK), signed like deliveries and
+// through the same transport. It wakes when a run of its own dies, when
+// another instance's batch of deaths is announced, on resync, when a
+// retry it scheduled is due and, while it leads, every
+// AlertConfig.PollInterval. See AlertConfig for the guarantees.
 package reactor

@@ -78,6 +78,11 @@ func (r *Reactor) Run(ctx context.Context) error {
 		defer close(compDone)
 		r.comp.run()
 	}()
+	alertsDone := make(chan struct{})
+	go func() {
+		defer close(alertsDone)
+		newAlerter(r).run(ctx)
+	}()
 	leaderDone := make(chan error, 1)
 	go func() {
 		err := r.leader.Run(ctx, r.leaderWork)
@@ -108,6 +113,7 @@ func (r *Reactor) Run(ctx context.Context) error {
 	// Every worker has handed off its outcome: write them all.
 	close(r.comp.in)
 	<-compDone
+	<-alertsDone
 	r.exec.close()
 
 	err := <-leaderDone

@@ -80,6 +80,19 @@
 // Payloads are stored as json, not jsonb: the webhook body is the user's
 // bytes exactly.
 //
+// Search. job_labels and job_search (migration 011) are copies of the
+// jobs' labels, names and lower-cased descriptions, kept by triggers on
+// jobs, so that a filtered page of GET /v1/jobs is found in id order
+// without sorting every match (jobsearch.go). They change nothing a
+// search returns: TestSearchMatchesThePlainFilters holds them to the
+// plain filters on jobs.
+//
+// Dead-run alerts. A trigger on job_runs writes a run's alerts into
+// dead_alerts in the statement that makes it dead, whichever statement
+// that is (migration 010). Claims (ClaimAlerts) lease rows by moving
+// available_at, count the attempt, and fence every later write on (id,
+// leased_by, attempts), like runs.
+//
 // Leadership. One session advisory lock (key "chronos"), per database, on
 // a dedicated pgx.Conn. TryLock does not stack the lock when already held,
 // so one Unlock always lets go. Leader names the holder through pg_locks

@@ -31,6 +31,7 @@ var constraintFields = map[string]string{
 	"jobs_overlap_check":              "overlap",
 	"jobs_description_check":          "description",
 	"jobs_labels_check":               "labels",
+	"jobs_on_dead_url_check":          "on_dead_url",
 	"job_runs_status_check":           "status",
 	"job_runs_trigger_check":          "trigger",
 }

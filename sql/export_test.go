@@ -2,23 +2,17 @@ package sql
 
 import (
 	"context"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // RefreshQueueStatsSQLForTest lets the external tests EXPLAIN the query.
 const RefreshQueueStatsSQLForTest = refreshQueueStatsSQL
 
-// ExplainJobs returns the plan (EXPLAIN ANALYZE) of the query Jobs runs
-// for f's first page, for BenchmarkJobSearch.
+// ExplainJobs returns the plans (EXPLAIN ANALYZE) of the queries Jobs
+// runs for f's first page, each after its text, for BenchmarkJobSearch.
 func ExplainJobs(ctx context.Context, db *DB, f JobFilter) ([]string, error) {
-	args := []any{int64(0), pageLimit(f.Limit) + 1}
-	q := "SELECT " + jobColumns + " FROM jobs WHERE id > $1"
-	q += f.where(&args)
-	q += " ORDER BY id LIMIT $2"
-	rows, err := db.Pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS OFF) "+q, args...)
-	if err != nil {
+	p := &plans{}
+	if _, _, err := db.Jobs(context.WithValue(ctx, planKey{}, p), f); err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	return p.lines, nil
 }

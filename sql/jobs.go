@@ -52,16 +52,17 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	}
 	args := append(append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets)), policyArgs(j)...)
 	args = append(args, j.CreatedAt, j.Description, labelsArg(j), chronos.ActorFrom(ctx),
-		changesArg(chronos.JobChanges(nil, j)))
+		changesArg(chronos.JobChanges(nil, j)), j.OnDeadURL)
 	// The job and its first audit entry in one statement.
 	err = db.Pool.QueryRow(ctx, `
 		WITH ins AS (
 		INSERT INTO jobs (name, cron_expr, run_at, timezone, target_url, method, headers, payload,
 		                  timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds,
 		                  overlap, enabled, next_run_at, secret_headers, signing_secrets, starts_at, ends_at, misfire,
-		                  starting_deadline_seconds, jitter_seconds, exclude, created_at, updated_at, description, labels)
+		                  starting_deadline_seconds, jitter_seconds, exclude, created_at, updated_at, description, labels,
+		                  on_dead_url)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-		        $21, $22, $23, $24, $25, $25, $26, $27)
+		        $21, $22, $23, $24, $25, $25, $26, $27, $30)
 		RETURNING id, next_run_at, created_at, updated_at
 		), audit AS (
 			INSERT INTO job_audit (job_id, action, actor, changes) SELECT id, 'create', $28, $29::jsonb FROM ins
@@ -138,16 +139,16 @@ func (db *DB) Jobs(ctx context.Context, f JobFilter) ([]*chronos.Job, string, er
 		return nil, "", err
 	}
 	limit := pageLimit(f.Limit)
-	args := []any{after, limit + 1}
-	cond := ""
-	if f.Enabled != nil {
-		cond += " AND enabled = $3"
-		args = append(args, *f.Enabled)
-	}
 	var jobs []*chronos.Job
-	if search := f.where(&args); search != "" {
-		jobs, err = db.searchJobs(ctx, cond+search, args)
+	if f.searching() {
+		jobs, err = db.searchJobs(ctx, f, after, limit+1)
 	} else {
+		args := []any{after, limit + 1}
+		cond := ""
+		if f.Enabled != nil {
+			cond += " AND enabled = $3"
+			args = append(args, *f.Enabled)
+		}
 		jobs, err = db.queryJobs(ctx, "SELECT "+jobColumns+" FROM jobs WHERE id > $1"+cond+" ORDER BY id LIMIT $2", args)
 	}
 	if err != nil {
@@ -242,7 +243,7 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 	}
 
 	args := append(append(append([]any{id}, jobArgs(j, next)...), secretHeadersArg(j)), policyArgs(j)...)
-	args = append(args, j.Description, labelsArg(j))
+	args = append(args, j.Description, labelsArg(j), j.OnDeadURL)
 	var stored jobScan
 	err = tx.QueryRow(ctx, `
 		UPDATE jobs SET name = $2, cron_expr = $3, run_at = $4, timezone = $5, target_url = $6, method = $7,
@@ -250,7 +251,7 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		       backoff_base_seconds = $13, backoff_max_seconds = $14, overlap = $15, enabled = $16,
 		       next_run_at = $17, secret_headers = $18, starts_at = $19, ends_at = $20, misfire = $21,
 		       starting_deadline_seconds = $22, jitter_seconds = $23, exclude = $24, description = $25, labels = $26,
-		       updated_at = now()
+		       on_dead_url = $27, updated_at = now()
 		 WHERE id = $1
 		RETURNING `+jobColumns, args...).Scan(stored.dest()...)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // and logs each query's plan (EXPLAIN ANALYZE). The report in the README
 // comes from:
 //
-//	go test -run '^$' -bench JobSearch -benchtime 200x ./sql/
+//	go test -run '^$' -bench JobSearch -benchtime 100x ./sql/
 func BenchmarkJobSearch(b *testing.B) {
 	n := 1_000_000
 	if v, err := strconv.Atoi(os.Getenv("CHRONOS_SEARCH_JOBS")); err == nil && v > 0 {
@@ -48,11 +48,24 @@ func BenchmarkJobSearch(b *testing.B) {
 		  FROM generate_series(1, $1::int) g`, n); err != nil {
 		b.Fatal(err)
 	}
+	// Triggers are off for the bulk load (a million NOTIFYs are not what is
+	// measured), so the load fills the search tables of migration 011 too,
+	// as their triggers would.
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO job_search (job_id, name, lname, ldesc) SELECT id, name, lower(name), lower(description) FROM jobs ORDER BY id`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO job_labels (key, value, job_id) SELECT l.key, l.value, j.id FROM jobs j, jsonb_each_text(j.labels) l ORDER BY 1, 2, 3`); err != nil {
+		b.Fatal(err)
+	}
 	if err := tx.Commit(ctx); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE jobs`); err != nil {
-		b.Fatal(err)
+	for _, table := range []string{"jobs", "job_search", "job_labels"} {
+		if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.Logf("inserted and indexed %d jobs in %v", n, time.Since(start).Round(time.Millisecond))
 

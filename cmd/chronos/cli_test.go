@@ -117,6 +117,24 @@ func TestCLIJobsAndRuns(t *testing.T) {
 	}
 }
 
+// --on-dead-url sets a job's on_dead_url; "" clears it.
+func TestCLIOnDeadURL(t *testing.T) {
+	t.Parallel()
+	env := apiEnv(t)
+	ok(t, env, "jobs", "create", "--name", "alerting", "--cron", "@hourly", "--target", "http://127.0.0.1:9/a",
+		"--on-dead-url", "http://127.0.0.1:9/dead")
+	if out := ok(t, env, "jobs", "get", "alerting"); !strings.Contains(out, "on_dead_url") || !strings.Contains(out, "http://127.0.0.1:9/dead") {
+		t.Fatalf("get:\n%s", out)
+	}
+	var j chronos.Job
+	if err := json.Unmarshal([]byte(ok(t, env, "jobs", "update", "alerting", "--on-dead-url", "", "-o", "json")), &j); err != nil || j.OnDeadURL != nil {
+		t.Fatalf("update --on-dead-url '': %+v, %v", j.OnDeadURL, err)
+	}
+	if code, _, errOut := cli(t, env, "", "jobs", "update", "alerting", "--on-dead-url", "ftp://x/"); code != 1 || !strings.Contains(errOut, "on_dead_url") {
+		t.Fatalf("invalid --on-dead-url: exit %d, %s", code, errOut)
+	}
+}
+
 func TestCLIApply(t *testing.T) {
 	t.Parallel()
 	env := apiEnv(t)

@@ -43,6 +43,7 @@ type serveConfig struct {
 	ConsoleSessionSecret   string
 	AllowPrivateTargets    bool
 	AllowedTargetNetworks  []netip.Prefix
+	DeadLetterWebhook      string  // "": no cluster-wide dead-run alerts
 	RateLimit              float64 // requests per second per key; 0: none
 	RateLimitBurst         int
 	MaxTapStreams          int // per key; 0: no cap
@@ -203,6 +204,23 @@ var serveVars = []envVar{
 				return badValue(err.Error())
 			}
 			c.AllowedTargetNetworks = n
+			return nil
+		}},
+	{"DEAD_LETTER_WEBHOOK", "", "http(s) URL that gets a signed alert (JSON with a Slack-compatible text) whenever a run of any job goes dead; set it alike on every instance",
+		func(c *serveConfig, v string) error {
+			if v == "" {
+				return nil
+			}
+			// The URL may hold a token (a Slack webhook's path does): the
+			// message names the variable, never the value.
+			if err := chronos.ValidateTargetURL(v); err != nil {
+				return fmt.Errorf("invalid DEAD_LETTER_WEBHOOK: %v", err)
+			}
+			policy := chronos.TargetPolicy{AllowPrivate: c.AllowPrivateTargets, AllowedNetworks: c.AllowedTargetNetworks}
+			if err := policy.CheckURL(v); err != nil {
+				return fmt.Errorf("invalid DEAD_LETTER_WEBHOOK: %v (see ALLOW_PRIVATE_TARGETS and ALLOWED_TARGET_NETWORKS)", err)
+			}
+			c.DeadLetterWebhook = v
 			return nil
 		}},
 	{"LOG_LEVEL", "info", "debug, info, warn or error",

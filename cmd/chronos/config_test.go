@@ -77,6 +77,7 @@ func TestLoadServeConfigValues(t *testing.T) {
 		"SIGNING_SECRET":           "s3cret",
 		"ALLOW_PRIVATE_TARGETS":    "true",
 		"ALLOWED_TARGET_NETWORKS":  "10.20.0.0/16, fd00:1::/48",
+		"DEAD_LETTER_WEBHOOK":      "https://hooks.example.com/services/T0/B0/x",
 		"RATE_LIMIT":               "2.5",
 		"RATE_LIMIT_BURST":         "10",
 		"MAX_TAP_STREAMS_PER_KEY":  "0",
@@ -108,6 +109,7 @@ func TestLoadServeConfigValues(t *testing.T) {
 		SigningSecret:          "s3cret",
 		AllowPrivateTargets:    true,
 		AllowedTargetNetworks:  []netip.Prefix{netip.MustParsePrefix("10.20.0.0/16"), netip.MustParsePrefix("fd00:1::/48")},
+		DeadLetterWebhook:      "https://hooks.example.com/services/T0/B0/x",
 		RateLimit:              2.5,
 		RateLimitBurst:         10,
 		LogLevel:               slog.LevelDebug,
@@ -197,6 +199,27 @@ func TestLoadServeConfigErrors(t *testing.T) {
 		if _, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": dsn, "API_KEYS": "k"})); err != nil {
 			t.Errorf("DATABASE_URL=%s: %v", dsn, err)
 		}
+	}
+	// DEAD_LETTER_WEBHOOK follows target_url's rules and the address
+	// policy, and its value (which may hold a token) is never echoed.
+	for _, tc := range []struct{ url, private, want string }{
+		{"ftp://hooks.example.com/T0ken", "", "invalid DEAD_LETTER_WEBHOOK: scheme must be http or https"},
+		{"https://u:T0ken@hooks.example.com/", "", "invalid DEAD_LETTER_WEBHOOK: must not carry credentials; use headers"},
+		{"http://10.1.2.3/T0ken", "", "invalid DEAD_LETTER_WEBHOOK: "},
+		{"http://169.254.169.254/T0ken", "true", "invalid DEAD_LETTER_WEBHOOK: the metadata address is never allowed"},
+	} {
+		_, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": "k",
+			"DEAD_LETTER_WEBHOOK": tc.url, "ALLOW_PRIVATE_TARGETS": tc.private}))
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "T0ken") {
+			t.Errorf("DEAD_LETTER_WEBHOOK=%s: %v, want %s...", tc.url, err, tc.want)
+		}
+		if _, ok := err.(usageError); !ok {
+			t.Errorf("DEAD_LETTER_WEBHOOK=%s: %T is not a usage error", tc.url, err)
+		}
+	}
+	if c, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": "k",
+		"DEAD_LETTER_WEBHOOK": "http://10.1.2.3/hook", "ALLOWED_TARGET_NETWORKS": "10.1.0.0/16"})); err != nil || c.DeadLetterWebhook != "http://10.1.2.3/hook" {
+		t.Errorf("DEAD_LETTER_WEBHOOK in ALLOWED_TARGET_NETWORKS: %+v, %v", c, err)
 	}
 	// No keys and auth not explicitly disabled: refuse.
 	_, err = loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": " , "}))

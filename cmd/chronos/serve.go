@@ -143,6 +143,7 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		AllowPrivateTargets:   cfg.AllowPrivateTargets,
 		AllowedTargetNetworks: cfg.AllowedTargetNetworks,
 		ClockSkew:             cfg.ClockSkew,
+		Alerts:                reactor.AlertConfig{Webhook: cfg.DeadLetterWebhook},
 	}, rdb, b, log)
 	api := chttp.NewServer(httpCfg, db, b, probe{lst, r}, log)
 	console := ui.New(ui.Config{Instance: cfg.InstanceID, APIKeys: httpCfg.APIKeys, AuthDisabled: httpCfg.AuthDisabled,
@@ -191,7 +192,8 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 	}
 	clog.Info("chronos started", "addr", ln.Addr().String(), "tls", certs != nil, "version", version,
 		"worker_concurrency", cfg.WorkerConcurrency, "reactor_synchronous_commit", onOff(cfg.ReactorSyncCommit), "auth_disabled", cfg.AuthDisabled,
-		"allow_private_targets", cfg.AllowPrivateTargets, "allowed_target_networks", fmt.Sprint(cfg.AllowedTargetNetworks), "signing", cfg.SigningSecret != "")
+		"allow_private_targets", cfg.AllowPrivateTargets, "allowed_target_networks", fmt.Sprint(cfg.AllowedTargetNetworks), "signing", cfg.SigningSecret != "",
+		"dead_letter_webhook", cfg.DeadLetterWebhook != "")
 
 	<-runCtx.Done()
 	if ctx.Err() != nil {
