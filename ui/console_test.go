@@ -113,12 +113,12 @@ func TestReadKeySeesEverythingAndChangesNothing(t *testing.T) {
 	id := strconv.FormatInt(j.ID, 10)
 	c := e.client(t)
 	c.signIn(readKey)
-	for _, p := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + id, "/ui/live"} {
+	for _, p := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + id, "/ui/live", "/ui/runs"} {
 		code, body := c.get(p)
 		if code != http.StatusOK {
 			t.Fatalf("GET %s as a reader: %d", p, code)
 		}
-		for _, control := range []string{"/pause", "/trigger", "/edit", "/delete", "New job", `value="pause"`} {
+		for _, control := range []string{"/pause", "/trigger", "/edit", "/delete", "New job", `value="pause"`, "/redrive", `type="checkbox"`} {
 			if strings.Contains(body, control) {
 				t.Errorf("GET %s shows a reader the control %q", p, control)
 			}

@@ -2,12 +2,14 @@ package ui
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"math"
 	nethttp "net/http"
 	"path"
+	"sort"
 	"strconv"
 	"time"
 
@@ -113,7 +115,31 @@ var flashes = map[string]string{
 	"redriven":  "Redriven: a new run is on its way.",
 }
 
-func flashOf(r *nethttp.Request) string { return flashes[r.URL.Query().Get("done")] }
+func flashOf(r *nethttp.Request) string {
+	q := r.URL.Query()
+	if q.Get("done") == "redrove" {
+		return redroveFlash(q)
+	}
+	return flashes[q.Get("done")]
+}
+
+// problems lists an EINVALID's fields as "field: problem", sorted, or its
+// message when it names none.
+func problems(err error) []string {
+	var e *chronos.Error
+	if !errors.As(err, &e) {
+		return []string{chronos.ErrorMessage(err)}
+	}
+	if len(e.Fields) == 0 {
+		return []string{e.Message}
+	}
+	out := make([]string, 0, len(e.Fields))
+	for k, v := range e.Fields {
+		out = append(out, k+": "+v)
+	}
+	sort.Strings(out)
+	return out
+}
 
 var funcs = template.FuncMap{
 	"rel":    relTime,
