@@ -93,7 +93,7 @@ func TestDeadLettersListAndFilters(t *testing.T) {
 	for query, want := range map[string][]int64{
 		"job_id=" + strconv.FormatInt(b.ID, 10) + "&trigger=manual": {manB[19], manB[0]},
 		"status=any&job_id=" + strconv.FormatInt(b.ID, 10):          {live.ID, manB[0]},
-		"status=pending":                                             {live.ID, live.ID},
+		"status=pending": {live.ID, live.ID},
 	} {
 		_, body := c.get("/ui/runs?" + query)
 		got := listedRuns(body)
