@@ -57,6 +57,7 @@ func listedRuns(body string) []int64 {
 }
 
 func TestDeadLettersListAndFilters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	a := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "billing-sync", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
 	b := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "report", CronExpr: ptr("0 4 * * *"), TargetURL: "http://127.0.0.1:9/x"})
@@ -117,6 +118,7 @@ func TestDeadLettersListAndFilters(t *testing.T) {
 }
 
 func TestRedriveFromTheDeadLetters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "flaky", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
 	dead := addDeadRuns(t, e.in.DB, j.ID, 1003, chronos.TriggerSchedule, "1 day")
@@ -197,6 +199,7 @@ func TestRedriveFromTheDeadLetters(t *testing.T) {
 }
 
 func TestReaderSeesDeadLettersAndCannotRedrive(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "flaky", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
 	dead := addDeadRuns(t, e.in.DB, j.ID, 2, chronos.TriggerSchedule, "1 hour")

@@ -26,6 +26,7 @@ func listedJobs(body string) []int64 {
 }
 
 func TestJobListSearchAndLabelFilters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	mk := func(name, desc string, labels map[string]string, enabled bool) int64 {
 		j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: name, Description: desc, Labels: labels, CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
@@ -95,6 +96,7 @@ func TestJobListSearchAndLabelFilters(t *testing.T) {
 }
 
 func TestJobPageShowsFireTimesAndHistory(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "nightly", CronExpr: ptr("30 2 * * *"), Timezone: "America/New_York", TargetURL: "http://127.0.0.1:9/x"})
 	id := strconv.FormatInt(j.ID, 10)
@@ -163,6 +165,7 @@ func TestJobPageShowsFireTimesAndHistory(t *testing.T) {
 }
 
 func TestSchedulePreviewAsYouType(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	c := e.client(t)
 	c.signIn(writeKey)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestOverviewCountsTheLastHourAndKeepsUp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false)
 	ctx := context.Background()
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "j", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
