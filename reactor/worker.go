@@ -71,7 +71,8 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	ren := startRenewer(r.db, r.log, lease, r.cfg.LeaseDuration, func(error) { onLost() })
 	res := r.exec.do(callCtx, c.Job, c.Run)
 	var startErr error
-	if !startTimer.Stop() {
+	startRan := !startTimer.Stop()
+	if startRan {
 		startErr = <-started // it ran, or is running: wait for it
 	}
 
@@ -107,7 +108,9 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	// the target answered: a completion that waits on a slow or briefly
 	// unreachable database must not let the reaper reclaim, and so
 	// deliver again, a run whose target already answered.
-	r.comp.submit(completion{out: outcome(lease, c.Job, res), run: c.Run, done: ren.release})
+	out := outcome(lease, c.Job, res)
+	out.StartRecorded = startRan
+	r.comp.submit(completion{out: out, run: c.Run, done: ren.release})
 }
 
 // outcome turns an attempt's result into what db.Complete records.

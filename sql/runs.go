@@ -104,7 +104,7 @@ func (db *DB) Run(ctx context.Context, id int64) (*chronos.Run, error) {
 	// recorded in between is merely fresher news).
 	b := &pgx.Batch{}
 	b.Queue("SELECT "+runColumns+" FROM job_runs WHERE id = $1", id)
-	b.Queue("SELECT "+attemptColumns+" FROM run_attempts WHERE run_id = $1 ORDER BY attempt", id)
+	b.Queue("SELECT "+attemptColumns+" FROM run_attempts_all WHERE run_id = $1 ORDER BY attempt", id)
 	br := db.Pool.SendBatch(ctx, b)
 	defer br.Close()
 	r, err := scanRun(br.QueryRow())
