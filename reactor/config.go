@@ -23,6 +23,10 @@ type Config struct {
 	AuditRetention     time.Duration // audit history entries older than this are pruned (90 days)
 	ShutdownTimeout    time.Duration // grace for in-flight calls on shutdown (25s)
 	Lookahead          time.Duration // runs are materialized this far ahead (2s)
+	// ClaimAhead: runs due within this are claimed ahead of their instant
+	// and sent at it (20ms; negative turns it off), so the claim's round
+	// trip and commit are not part of a scheduled run's delay.
+	ClaimAhead time.Duration
 	QueueStatsInterval time.Duration // how often the leader recomputes the queue gauges (5s)
 
 	// ClockSkew shifts this instance's own clock (testing only: it stands
@@ -54,6 +58,7 @@ const (
 	DefaultAuditRetention     = 90 * 24 * time.Hour
 	DefaultShutdownTimeout    = 25 * time.Second
 	DefaultLookahead          = 2 * time.Second
+	DefaultClaimAhead         = 20 * time.Millisecond
 	DefaultQueueStatsInterval = 5 * time.Second
 )
 
@@ -89,6 +94,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Lookahead <= 0 {
 		c.Lookahead = DefaultLookahead
+	}
+	switch {
+	case c.ClaimAhead == 0:
+		c.ClaimAhead = DefaultClaimAhead
+	case c.ClaimAhead < 0:
+		c.ClaimAhead = 0
 	}
 	if c.QueueStatsInterval <= 0 {
 		c.QueueStatsInterval = DefaultQueueStatsInterval

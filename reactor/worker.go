@@ -41,6 +41,13 @@ func (r *Reactor) deliver(c sql.Claimed) {
 		}
 	}()
 
+	if c.Wait > 0 && !r.waitForInstant(c.Wait) {
+		// Shutdown ran out of grace before the run's instant: nothing
+		// was sent.
+		r.release(lease, c.Run.JobID)
+		return
+	}
+
 	callCtx, cancelCall := context.WithCancel(r.hard)
 	defer cancelCall()
 	var lost atomic.Bool
@@ -111,6 +118,20 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	out := outcome(lease, c.Job, res)
 	out.StartRecorded = startRan
 	r.comp.submit(completion{out: out, run: c.Run, done: ren.release})
+}
+
+// waitForInstant holds a run claimed ahead of its instant (see
+// sql.ClaimAhead) until then, before anything about the attempt starts.
+// It is false when the hard shutdown came first.
+func (r *Reactor) waitForInstant(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.hard.Done():
+		return false
+	}
 }
 
 // outcome turns an attempt's result into what db.Complete records.

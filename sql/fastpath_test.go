@@ -102,3 +102,34 @@ func TestFirstAttemptRecordedOnTheRun(t *testing.T) {
 		t.Fatalf("a started attempt has %d run_attempts rows, want 1", rows)
 	}
 }
+
+// ClaimAhead takes a run due within ahead, after the due ones, and says
+// how long until its instant; a plain Claim leaves it.
+func TestClaimAheadTakesRunsDueWithinIt(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	var soon, later, due int64
+	if err := db.Pool.QueryRow(ctx, `
+		WITH s AS (INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		           VALUES ($1, now() + interval '400 ms', 'manual', now() + interval '400 ms') RETURNING id),
+		     l AS (INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		           VALUES ($1, now() + interval '1 hour', 'manual', now() + interval '1 hour') RETURNING id),
+		     d AS (INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		           VALUES ($1, now(), 'manual', now() - interval '1 ms') RETURNING id)
+		SELECT s.id, l.id, d.id FROM s, l, d`, j.ID).Scan(&soon, &later, &due); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Claim(ctx, "plain", 10, time.Minute)
+	if err != nil || len(got) != 1 || got[0].Run.ID != due || got[0].Wait != 0 {
+		t.Fatalf("plain claim: %+v %v, want only the due run %d with no wait", got, err, due)
+	}
+	got, err = db.ClaimAhead(ctx, "ahead", 10, time.Minute, time.Second)
+	if err != nil || len(got) != 1 || got[0].Run.ID != soon {
+		t.Fatalf("claim ahead: %+v %v, want run %d (due in 400 ms) and not %d (due in an hour)", got, err, soon, later)
+	}
+	if w := got[0].Wait; w <= 0 || w > 400*time.Millisecond {
+		t.Fatalf("wait %v, want in (0, 400ms]", w)
+	}
+}
