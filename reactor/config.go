@@ -26,7 +26,7 @@ type Config struct {
 	// ClaimAhead: runs due within this are claimed ahead of their instant
 	// and sent at it (20ms; negative turns it off), so the claim's round
 	// trip and commit are not part of a scheduled run's delay.
-	ClaimAhead time.Duration
+	ClaimAhead         time.Duration
 	QueueStatsInterval time.Duration // how often the leader recomputes the queue gauges (5s)
 
 	// ClockSkew shifts this instance's own clock (testing only: it stands
