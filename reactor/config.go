@@ -21,6 +21,7 @@ type Config struct {
 	ReaperInterval     time.Duration // how often the leader reclaims expired leases (5s)
 	RunRetention       time.Duration // terminal runs older than this are pruned (7 days)
 	AuditRetention     time.Duration // audit history entries older than this are pruned (90 days)
+	PruneInterval      time.Duration // how often the leader prunes runs, audit entries and idempotency keys (1m)
 	ShutdownTimeout    time.Duration // grace for in-flight calls on shutdown (25s)
 	Lookahead          time.Duration // runs are materialized this far ahead (2s)
 	// ClaimAhead: runs due within this are claimed ahead of their instant
@@ -56,6 +57,7 @@ const (
 	DefaultReaperInterval     = 5 * time.Second
 	DefaultRunRetention       = 7 * 24 * time.Hour
 	DefaultAuditRetention     = 90 * 24 * time.Hour
+	DefaultPruneInterval      = time.Minute
 	DefaultShutdownTimeout    = 25 * time.Second
 	DefaultLookahead          = 2 * time.Second
 	DefaultClaimAhead         = 20 * time.Millisecond
@@ -88,6 +90,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AuditRetention <= 0 {
 		c.AuditRetention = DefaultAuditRetention
+	}
+	if c.PruneInterval <= 0 {
+		c.PruneInterval = DefaultPruneInterval
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
