@@ -62,7 +62,7 @@ const maxOccurrencesPerJob = 1000
 // and leaving those jobs out here keeps a "call again while the batch is
 // full" loop from re-examining them forever.
 const dueJobsSQL = `
-	SELECT ` + jobColumns + ` FROM jobs j
+	SELECT ` + scheduleColumns + ` FROM jobs j
 	 WHERE enabled AND next_run_at <= $2
 	   AND (next_run_at <= $1 OR overlap = 'allow'
 	        OR (overlap = 'skip' AND NOT EXISTS (
@@ -131,7 +131,7 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	if err != nil {
 		return res, mapErr(err, "materialize: select due jobs")
 	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanJob(r) })
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanSchedule(r) })
 	if err != nil {
 		return res, mapErr(err, "materialize: select due jobs")
 	}
@@ -381,14 +381,14 @@ func overlapState(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job) (active, 
 // this call, and counting them could keep a caller looping.
 func reschedule(ctx context.Context, tx pgx.Tx, now time.Time, batch int) error {
 	rows, err := tx.Query(ctx, `
-		SELECT `+jobColumns+` FROM jobs
+		SELECT `+scheduleColumns+` FROM jobs
 		 WHERE enabled AND next_run_at IS NULL AND cron_expr IS NOT NULL AND ends_at IS NULL
 		 ORDER BY id LIMIT $1
 		   FOR UPDATE SKIP LOCKED`, batch)
 	if err != nil {
 		return mapErr(err, "materialize: select unscheduled jobs")
 	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanJob(r) })
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanSchedule(r) })
 	if err != nil {
 		return mapErr(err, "materialize: select unscheduled jobs")
 	}
