@@ -54,3 +54,30 @@ func TestClaimedAheadIsSentAtItsInstant(t *testing.T) {
 		t.Fatalf("delivered before their instant: %v", early)
 	}
 }
+
+// A run claimed ahead and still waiting for its instant when the shutdown
+// grace runs out was never sent: it goes back to pending with its attempt
+// uncounted, and nothing is left leased.
+func TestShutdownReleasesRunsWaitingForTheirInstant(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+	tg := newTarget(t, nil)
+	in := startReactor(t, dsn, Config{Lookahead: 6 * time.Second, ClaimAhead: 6 * time.Second,
+		ShutdownTimeout: 100 * time.Millisecond})
+	runAt := time.Now().Add(5 * time.Second).UTC()
+	j := reactortest.CreateJob(t, in.db, &chronos.Job{Name: "waits", RunAt: &runAt, TargetURL: tg.URL, Enabled: true})
+	var runID int64
+	reactortest.Eventually(t, 10*time.Second, "the run claimed ahead", func() bool {
+		return in.db.Pool.QueryRow(t.Context(), "SELECT id FROM job_runs WHERE job_id = $1 AND status = 'leased'",
+			j.ID).Scan(&runID) == nil
+	})
+	if err := in.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := tg.Hits.Load(); n != 0 || time.Now().After(runAt) {
+		t.Fatalf("the target got %d requests; shutdown ended %v after the run's instant", n, time.Since(runAt))
+	}
+	if r := reactortest.RunOf(t, in.db, runID); r.Status != chronos.StatusPending || r.AttemptCount != 0 || r.LeasedBy != nil {
+		t.Fatalf("unsent run after shutdown: %+v, want pending with no attempt counted", r)
+	}
+}
