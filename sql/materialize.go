@@ -118,10 +118,20 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 
+	// This transaction commits synchronously even on a reactor pool with
+	// synchronous_commit=off (REACTOR_SYNCHRONOUS_COMMIT): the runs it
+	// creates get their ids and are delivered under them, so a crash must
+	// not take them back. Claims and completions may be lost in a crash
+	// (the run is delivered again under the same id); a run may not (the
+	// occurrence would be materialized again under a new id, which a
+	// target deduplicating on X-Chronos-Run-Id could not recognise). The
+	// faults suite's TestCrash found exactly that before this line.
+	var dbNow time.Time
+	if err := tx.QueryRow(ctx, "SELECT now(), set_config('synchronous_commit', 'on', true)").Scan(&dbNow, nil); err != nil {
+		return res, mapErr(err, "materialize: read the clock")
+	}
 	if now.IsZero() {
-		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
-			return res, mapErr(err, "materialize: read the clock")
-		}
+		now = dbNow
 	}
 	now = now.UTC()
 	res.Now = now
