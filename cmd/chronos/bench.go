@@ -2,39 +2,23 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
-	"runtime"
-	"runtime/pprof"
-	"slices"
 	"strings"
-	"time"
+
+	"github.com/chronoshq/chronos/bench"
 )
 
 func init() {
 	register(&command{
 		name:    "bench",
-		summary: "measure throughput, latency, schedule precision, idle cost and scale (scenarios: " + strings.Join(benchOrder, ", ") + ", all)",
+		summary: "measure throughput, latency, schedule precision, idle cost, scale, bursts, herds, creation and sustained load (scenarios: " + strings.Join(bench.Names(), ", ") + ", all)",
 		run:     runBench,
 	})
-}
-
-// benchOrder is the order `bench all` runs the scenarios in.
-var benchOrder = []string{"throughput", "latency", "schedule", "idle", "scale"}
-
-// benchScenarios maps a scenario name to the function that runs it once.
-var benchScenarios = map[string]func(ctx context.Context, b *bencher) (*benchResult, error){
-	"throughput": benchThroughput,
-	"latency":    benchLatency,
-	"schedule":   benchSchedule,
-	"idle":       benchIdle,
-	"scale":      benchScale,
 }
 
 const benchHelp = `Measures a Chronos cluster end to end against a real Postgres, with its own
@@ -45,10 +29,11 @@ serve), or child processes running ` + "`chronos serve`" + ` with --procs.
 Database: DATABASE_URL when set (migrated; the bench's jobs, named bench-*,
 are deleted after each scenario); otherwise a throwaway database per scenario,
 created on the server of TEST_DATABASE_URL (default
-postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable) and dropped after.
+` + bench.DefaultServerURL + `) and dropped after.
 
 Scenarios:
-  throughput  --runs runs due at once; burn-down time and runs/s
+  throughput  --runs runs due at once (inserted ahead with one INSERT): burn-down
+              time, runs/s, CPU per run of chronos and of Postgres
   latency     POST /v1/jobs/{id}/trigger -> target receives it: p50/p90/p99/max
               over --triggers triggers one at a time, then at --rate per second
               while --load-rate background runs/s are inserted
@@ -60,239 +45,43 @@ Scenarios:
   scale       --scale-jobs jobs defined: materializer tick with 1,000 due and
               GET /v1/jobs?limit=100 at the start, middle and end, next to the
               same on 1,000 jobs
+  burst       --burst-jobs one-shot jobs created through the API by --clients
+              clients, all due at one instant T a little after the creation
+              ends: T -> first and last delivery, runs/s, CPU per run
+  herd        --herd-jobs cron jobs (bulk-inserted) whose next occurrence is one
+              instant T: first, last, p50, p99 delivery after T; missed and
+              doubled occurrences (both must be 0, or bench fails)
+  create      --clients API clients (keep-alive) creating --create-jobs jobs:
+              jobs/s, p50/p99 of POST /v1/jobs, CPU per job
+  sustained   --sustained-rate runs/s for --sustained-duration, offered by
+              inserting pending runs of a few jobs every 10 ms (the claim,
+              delivery and completion path of any run), with RUN_RETENTION
+              --retention: per window (a minute; 5 s with --quick) runs/s
+              delivered, lag p99 and the sizes of job_runs, run_attempts and
+              their indexes; whether they are flat once retention is reached
   all         every scenario in this order
 
---quick makes every scenario small (all of them finish in well under 2 minutes
-on 2 cores); explicit size flags still win. --repeat N runs each scenario N
-times and adds the median of every figure. --json prints one JSON object per
-scenario run (and per median) instead of tables.
+--quick makes every scenario small (all of them finish in well under 3 minutes
+on 2 cores); explicit size flags still win. A size, rate or duration flag of 0
+means its default (full or quick). --repeat N runs each scenario N times and
+adds the median of every figure. --json prints one JSON object per scenario run
+(and per median) instead of tables.
 
 Examples:
   chronos bench all --quick
   chronos bench throughput --runs 100000 --instances 2 --concurrency 64
+  chronos bench burst herd create --repeat 3
   chronos bench latency schedule --repeat 3 --json
   chronos bench throughput --cpuprofile cpu.out && go tool pprof -top cpu.out`
 
-// benchFlags are the knobs of `chronos bench`. Zero sizes mean the default
-// for the mode (full or --quick).
-type benchFlags struct {
-	quick       bool
-	json        bool
-	repeat      int
-	cpuProfile  string
-	instances   int
-	procs       bool
-	binary      string
-	concurrency int
-	logLevel    string
-	statements  bool
-	asyncCommit bool
-
-	runs      int           // throughput
-	triggers  int           // latency
-	rate      int           // latency: triggers per second under load
-	loadRate  int           // latency: background runs per second
-	jobs      int           // schedule
-	duration  time.Duration // schedule
-	idle      time.Duration // idle
-	scaleJobs int           // scale
-}
-
-// withDefaults fills the sizes not given on the command line.
-func (f benchFlags) withDefaults() benchFlags {
-	pick := func(v *int, full, quick int) {
-		if *v <= 0 {
-			*v = full
-			if f.quick {
-				*v = quick
-			}
-		}
-	}
-	pickD := func(v *time.Duration, full, quick time.Duration) {
-		if *v <= 0 {
-			*v = full
-			if f.quick {
-				*v = quick
-			}
-		}
-	}
-	pick(&f.runs, 50_000, 5_000)
-	pick(&f.triggers, 500, 100)
-	pick(&f.rate, 100, 50)
-	pick(&f.loadRate, 1_000, 200)
-	pick(&f.jobs, 20, 5)
-	pickD(&f.duration, 60*time.Second, 5*time.Second)
-	pickD(&f.idle, 60*time.Second, 10*time.Second)
-	pick(&f.scaleJobs, 1_000_000, 100_000)
-	if f.repeat <= 0 {
-		f.repeat = 1
-	}
-	if f.instances <= 0 {
-		f.instances = 1
-	}
-	if f.concurrency <= 0 {
-		f.concurrency = 32
-	}
-	return f
-}
-
-// bencher carries what every scenario needs.
-type bencher struct {
-	flags benchFlags
-	env   *environ
-	log   *slog.Logger // for the in-process instances
-	out   io.Writer    // progress lines (stderr)
-}
-
-// progress prints a progress line on stderr (tables and JSON go to stdout).
-func (b *bencher) progress(format string, args ...any) {
-	fmt.Fprintf(b.out, "bench: "+format+"\n", args...)
-}
-
-// benchResult is what one scenario run measured: its parameters and its
-// figures, in the order they are printed.
-type benchResult struct {
-	Scenario string
-	Params   []benchParam
-	Metrics  []benchMetric
-	Notes    []string
-	// Failed says why the run broke a rule (missed occurrences, lost
-	// runs); the figures are still printed, and bench exits 1.
-	Failed []string
-}
-
-type benchParam struct {
-	Name  string
-	Value any
-}
-
-type benchMetric struct {
-	Name  string
-	Value float64
-	Unit  string
-}
-
-func (r *benchResult) param(name string, v any) { r.Params = append(r.Params, benchParam{name, v}) }
-
-func (r *benchResult) metric(name string, v float64, unit string) {
-	r.Metrics = append(r.Metrics, benchMetric{name, v, unit})
-}
-
-// ms records a duration in milliseconds.
-func (r *benchResult) ms(name string, d time.Duration) {
-	r.metric(name, float64(d)/float64(time.Millisecond), "ms")
-}
-
-func (r *benchResult) note(format string, args ...any) {
-	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
-}
-
-func (r *benchResult) fail(format string, args ...any) {
-	r.Failed = append(r.Failed, fmt.Sprintf(format, args...))
-}
-
-// Get returns a metric's value (tests and medians).
-func (r *benchResult) Get(name string) (float64, bool) {
-	for _, m := range r.Metrics {
-		if m.Name == name {
-			return m.Value, true
-		}
-	}
-	return 0, false
-}
-
-// MarshalJSON is the --json form: one flat object per scenario run.
-func (r *benchResult) MarshalJSON() ([]byte, error) {
-	params := map[string]any{}
-	for _, p := range r.Params {
-		params[p.Name] = p.Value
-	}
-	metrics := map[string]any{}
-	units := map[string]string{}
-	for _, m := range r.Metrics {
-		metrics[m.Name] = roundFigure(m.Value)
-		units[m.Name] = m.Unit
-	}
-	return json.Marshal(struct {
-		Scenario string            `json:"scenario"`
-		Params   map[string]any    `json:"params"`
-		Metrics  map[string]any    `json:"metrics"`
-		Units    map[string]string `json:"units"`
-		Notes    []string          `json:"notes,omitempty"`
-		Failed   []string          `json:"failed,omitempty"`
-	}{r.Scenario, params, metrics, units, r.Notes, r.Failed})
-}
-
-// roundFigure keeps JSON readable: 4 significant decimals are plenty.
-func roundFigure(v float64) float64 {
-	if v == math.Trunc(v) || math.IsInf(v, 0) || math.IsNaN(v) {
-		return v
-	}
-	return math.Round(v*10000) / 10000
-}
-
-// printTable prints a result as a short aligned table.
-func printTable(w io.Writer, r *benchResult) {
-	var ps []string
-	for _, p := range r.Params {
-		ps = append(ps, fmt.Sprintf("%s=%v", p.Name, p.Value))
-	}
-	fmt.Fprintf(w, "\n%s  (%s)\n", r.Scenario, strings.Join(ps, " "))
-	width := 0
-	for _, m := range r.Metrics {
-		width = max(width, len(m.Name))
-	}
-	for _, m := range r.Metrics {
-		fmt.Fprintf(w, "  %-*s  %12s %s\n", width, m.Name, formatFigure(m.Value), m.Unit)
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "  note: %s\n", n)
-	}
-	for _, f := range r.Failed {
-		fmt.Fprintf(w, "  FAILED: %s\n", f)
-	}
-}
-
-func formatFigure(v float64) string {
-	switch a := math.Abs(v); {
-	case v == math.Trunc(v) && a < 1e15:
-		return fmt.Sprintf("%d", int64(v))
-	case a >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case a >= 10:
-		return fmt.Sprintf("%.1f", v)
-	default:
-		return fmt.Sprintf("%.2f", v)
-	}
-}
-
-// medianResult combines repeated runs of one scenario: the median of each
-// figure, with the parameters of the first run.
-func medianResult(runs []*benchResult) *benchResult {
-	m := &benchResult{Scenario: runs[0].Scenario, Params: slices.Clone(runs[0].Params)}
-	m.param("median_of", len(runs))
-	for _, x := range runs[0].Metrics {
-		var vs []float64
-		for _, r := range runs {
-			if v, ok := r.Get(x.Name); ok {
-				vs = append(vs, v)
-			}
-		}
-		slices.Sort(vs)
-		med := vs[len(vs)/2]
-		if len(vs)%2 == 0 {
-			med = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
-		}
-		m.metric(x.Name, med, x.Unit)
-	}
-	for _, r := range runs {
-		m.Failed = append(m.Failed, r.Failed...)
-	}
-	return m
+// sizeHelp is a size flag's help: what it is and its defaults.
+func sizeHelp(what string, full, quick any) string {
+	return fmt.Sprintf("%s (0: the default, %v; quick %v)", what, full, quick)
 }
 
 // parseBenchArgs splits scenario names from flags, which may come in any
-// order (`bench all --quick` and `bench --quick all`).
+// order (`bench all --quick` and `bench --quick all`), and resolves the
+// names (all, unknown ones refused).
 func parseBenchArgs(fs *flagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var names []string
@@ -312,133 +101,73 @@ func parseBenchArgs(fs *flagSet, args []string) ([]string, error) {
 		names = append(names, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	if len(names) == 0 {
-		return nil, usagef("bench: name a scenario (%s or all; see `chronos bench --help`)", strings.Join(benchOrder, ", "))
+	resolved, err := bench.Resolve(names)
+	if err != nil {
+		return nil, usagef("bench: %v (see `chronos bench --help`)", err)
 	}
-	var out []string
-	for _, n := range names {
-		if n == "all" {
-			out = append(out, benchOrder...)
-			continue
-		}
-		if _, ok := benchScenarios[n]; !ok {
-			return nil, usagef("bench: unknown scenario %q (want %s or all)", n, strings.Join(benchOrder, ", "))
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	return resolved, nil
+}
+
+// benchFlags registers the flags of `chronos bench` on fs, into c.
+func benchFlags(fs *flagSet, c *bench.Config) {
+	full, quick := bench.FullSizes, bench.QuickSizes
+	fs.BoolVar(&c.Quick, "quick", false, "small sizes for every scenario (bench all --quick takes well under 3 minutes)")
+	fs.BoolVar(&c.JSON, "json", false, "print one JSON object per scenario run instead of tables")
+	fs.IntVar(&c.Repeat, "repeat", 1, "run each scenario this many times and add the median of each figure")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write a CPU profile of the bench process (in-process instances included) to this file")
+	fs.IntVar(&c.Instances, "instances", 1, "chronos instances to start")
+	fs.BoolVar(&c.Procs, "procs", false, "start the instances as child processes (`chronos serve`) instead of in-process")
+	fs.StringVar(&c.Binary, "binary", "", "the chronos binary for child processes (default: this executable)")
+	fs.IntVar(&c.Concurrency, "concurrency", 32, "WORKER_CONCURRENCY of each instance")
+	fs.BoolVar(&c.Statements, "statements", false, "throughput, latency: route the instances through a counting proxy and break their statements down")
+	fs.BoolVar(&c.AsyncCommit, "async-commit", false, "in-process instances: the reactor gets its own pool with synchronous_commit=off (the API's stays synchronous)")
+	fs.StringVar(&c.LogLevel, "log-level", "error", "log level of the instances (debug, info, warn, error)")
+	fs.IntVar(&c.Runs, "runs", 0, sizeHelp("throughput: runs due at once", full.Runs, quick.Runs))
+	fs.IntVar(&c.Triggers, "triggers", 0, sizeHelp("latency: triggers per phase", full.Triggers, quick.Triggers))
+	fs.IntVar(&c.Rate, "rate", 0, sizeHelp("latency: triggers per second in the under-load phase", full.Rate, quick.Rate))
+	fs.IntVar(&c.LoadRate, "load-rate", 0, sizeHelp("latency: background runs per second in the under-load phase", full.LoadRate, quick.LoadRate))
+	fs.IntVar(&c.Jobs, "jobs", 0, sizeHelp("schedule: jobs firing every second", full.Jobs, quick.Jobs))
+	fs.DurationVar(&c.Duration, "duration", 0, sizeHelp("schedule: how long to watch them", full.Duration, quick.Duration))
+	fs.DurationVar(&c.Idle, "idle", 0, sizeHelp("idle: how long to watch the idle instance", full.Idle, quick.Idle))
+	fs.IntVar(&c.ScaleJobs, "scale-jobs", 0, sizeHelp("scale: jobs defined", full.ScaleJobs, quick.ScaleJobs))
+	fs.IntVar(&c.BurstJobs, "burst-jobs", 0, sizeHelp("burst: one-shot jobs due at one instant", full.BurstJobs, quick.BurstJobs))
+	fs.IntVar(&c.HerdJobs, "herd-jobs", 0, sizeHelp("herd: cron jobs whose next occurrence is one instant", full.HerdJobs, quick.HerdJobs))
+	fs.IntVar(&c.Clients, "clients", 0, sizeHelp("burst, create: concurrent API clients", full.Clients, quick.Clients))
+	fs.IntVar(&c.CreateJobs, "create-jobs", 0, sizeHelp("create: jobs to create", full.CreateJobs, quick.CreateJobs))
+	fs.DurationVar(&c.CreateDuration, "create-duration", 0, "create: stop after this long even if jobs remain (0: no limit, --create-jobs decides)")
+	fs.IntVar(&c.SustainedRate, "sustained-rate", 0, sizeHelp("sustained: runs per second offered", full.SustainedRate, quick.SustainedRate))
+	fs.DurationVar(&c.SustainedDuration, "sustained-duration", 0, sizeHelp("sustained: how long to offer them", full.SustainedDuration, quick.SustainedDuration))
+	fs.DurationVar(&c.Retention, "retention", 0, sizeHelp("sustained: RUN_RETENTION of the instances", full.Retention, quick.Retention))
 }
 
 func runBench(ctx context.Context, args []string, env *environ) error {
 	fs := newFlagSet(env, "bench", "<scenario>... [flags]", benchHelp)
-	var f benchFlags
-	fs.BoolVar(&f.quick, "quick", false, "small sizes for every scenario (bench all --quick takes well under 2 minutes)")
-	fs.BoolVar(&f.json, "json", false, "print one JSON object per scenario run instead of tables")
-	fs.IntVar(&f.repeat, "repeat", 1, "run each scenario this many times and add the median of each figure")
-	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the bench process (in-process instances included) to this file")
-	fs.IntVar(&f.instances, "instances", 1, "chronos instances to start")
-	fs.BoolVar(&f.procs, "procs", false, "start the instances as child processes (`chronos serve`) instead of in-process")
-	fs.StringVar(&f.binary, "binary", "", "the chronos binary for child processes (default: this executable)")
-	fs.IntVar(&f.concurrency, "concurrency", 32, "WORKER_CONCURRENCY of each instance")
-	fs.BoolVar(&f.statements, "statements", false, "throughput, latency: route the instances through a counting proxy and break their statements down")
-	fs.BoolVar(&f.asyncCommit, "async-commit", false, "in-process instances: the reactor gets its own pool with synchronous_commit=off (the API's stays synchronous)")
-	fs.StringVar(&f.logLevel, "log-level", "error", "log level of the instances (debug, info, warn, error)")
-	fs.IntVar(&f.runs, "runs", 0, "throughput: runs due at once (default 50000; quick 5000)")
-	fs.IntVar(&f.triggers, "triggers", 0, "latency: triggers per phase (default 500; quick 100)")
-	fs.IntVar(&f.rate, "rate", 0, "latency: triggers per second in the under-load phase (default 100; quick 50)")
-	fs.IntVar(&f.loadRate, "load-rate", 0, "latency: background runs per second in the under-load phase (default 1000; quick 200)")
-	fs.IntVar(&f.jobs, "jobs", 0, "schedule: jobs firing every second (default 20; quick 5)")
-	fs.DurationVar(&f.duration, "duration", 0, "schedule: how long to watch them (default 60s; quick 5s)")
-	fs.DurationVar(&f.idle, "idle", 0, "idle: how long to watch the idle instance (default 60s; quick 10s)")
-	fs.IntVar(&f.scaleJobs, "scale-jobs", 0, "scale: jobs defined (default 1000000; quick 100000)")
+	var cfg bench.Config
+	benchFlags(fs, &cfg)
 	names, err := parseBenchArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	f = f.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return usagef("bench: %v (see `chronos bench --help`)", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return usagef("bench: invalid --log-level %q: must be debug, info, warn or error", f.logLevel)
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return usagef("bench: invalid --log-level %q: must be debug, info, warn or error", cfg.LogLevel)
 	}
-	if f.asyncCommit && f.procs {
-		return usagef("bench: --async-commit needs in-process instances (serve has one pool)")
+	if cfg.Binary == "" {
+		// Child processes (--procs, idle) run this very binary's serve.
+		cfg.Binary, _ = os.Executable()
 	}
-	if f.binary == "" {
-		f.binary, _ = os.Executable()
+	for _, v := range serveVars {
+		cfg.ServeEnv = append(cfg.ServeEnv, v.name)
 	}
-	b := &bencher{flags: f, env: env, log: newLogger(env.stderr, level, "text"), out: env.stderr}
-
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("bench: cpuprofile: %w", err)
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return fmt.Errorf("bench: cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
-	}
-	b.progress("%d CPUs, load average %s", runtime.NumCPU(), loadAverage())
-
-	var failed []string
-	for _, name := range names {
-		var runs []*benchResult
-		for i := range f.repeat {
-			if ctx.Err() != nil {
-				return fmt.Errorf("bench: interrupted")
-			}
-			if f.repeat > 1 {
-				b.progress("%s: run %d of %d", name, i+1, f.repeat)
-			} else {
-				b.progress("%s", name)
-			}
-			began := time.Now()
-			r, err := benchScenarios[name](ctx, b)
-			if err != nil {
-				return fmt.Errorf("bench %s: %w", name, err)
-			}
-			b.progress("%s took %s", name, time.Since(began).Round(100*time.Millisecond))
-			r.param("load_avg", loadAverage())
-			runs = append(runs, r)
-			b.emit(r)
-			failed = append(failed, r.Failed...)
-		}
-		if len(runs) > 1 {
-			b.emit(medianResult(runs))
-		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("bench: %s", strings.Join(failed, "; "))
+	cfg.DatabaseURL = env.getenv("DATABASE_URL")
+	cfg.ServerURL = env.getenv("TEST_DATABASE_URL")
+	cfg.Stdout, cfg.Stderr = env.stdout, env.stderr
+	cfg.Log = newLogger(env.stderr, level, "text")
+	if err := bench.Run(ctx, cfg, names); err != nil {
+		return fmt.Errorf("bench: %w", err)
 	}
 	return nil
-}
-
-// emit prints one result as a table or a JSON line.
-func (b *bencher) emit(r *benchResult) {
-	if b.flags.json {
-		line, err := json.Marshal(r)
-		if err != nil {
-			fmt.Fprintf(b.env.stderr, "bench: encode result: %v\n", err)
-			return
-		}
-		fmt.Fprintln(b.env.stdout, string(line))
-		return
-	}
-	printTable(b.env.stdout, r)
-}
-
-// loadAverage is the 1-minute load average from /proc/loadavg ("?" when
-// unavailable): the machine may be shared, so every result says how busy
-// it was.
-func loadAverage() string {
-	raw, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	fields := strings.Fields(string(raw))
-	if len(fields) < 3 {
-		return "?"
-	}
-	return strings.Join(fields[:3], " ")
 }

@@ -29,6 +29,7 @@ type serveConfig struct {
 	TLSKeyFile             string
 	MetricsAddr            string // "": /metrics on HTTP_ADDR
 	WorkerConcurrency      int
+	ReactorSyncCommit      bool // false: the reactor's own pool has synchronous_commit=off
 	IdlePollInterval       time.Duration
 	LeaseDuration          time.Duration
 	LeaderPollInterval     time.Duration
@@ -122,6 +123,18 @@ var serveVars = []envVar{
 				return badValue("must be a positive integer")
 			}
 			c.WorkerConcurrency = n
+			return nil
+		}},
+	{"REACTOR_SYNCHRONOUS_COMMIT", "on", "off gives the reactor (claims, starts, completions, materializer, reaper) a pool of its own with synchronous_commit=off; the API's writes stay synchronous",
+		func(c *serveConfig, v string) error {
+			switch strings.ToLower(v) {
+			case "on":
+				c.ReactorSyncCommit = true
+			case "off":
+				c.ReactorSyncCommit = false
+			default:
+				return badValue("must be on or off")
+			}
 			return nil
 		}},
 	{"IDLE_POLL_INTERVAL", "3s", "fallback poll for due runs when no notification arrives",

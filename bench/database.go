@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// createDB creates an empty database on the server of admin and returns
+// its name and DSN.
+func createDB(ctx context.Context, admin string) (name, dsn string, err error) {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return "", "", fmt.Errorf("connect to %s (set DATABASE_URL or TEST_DATABASE_URL): %w", redactDSN(admin), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	buf := make([]byte, 4)
+	_, _ = rand.Read(buf)
+	name = "chronos_bench_" + hex.EncodeToString(buf)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	dsn, err = withDatabase(admin, name)
+	if err != nil {
+		_ = dropDB(admin, name)
+		return "", "", err
+	}
+	return name, dsn, nil
+}
+
+// dropDB drops a throwaway database, closing what still uses it.
+func dropDB(admin, name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	return err
+}
+
+// withDatabase returns dsn (URL or keyword/value form) pointing at db.
+func withDatabase(dsn, db string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("parse %s: %w", redactDSN(dsn), err)
+		}
+		u.Path = "/" + db
+		return u.String(), nil
+	}
+	return dsn + " dbname=" + db, nil
+}
+
+// withParam adds a run-time parameter to dsn (URL or keyword/value form).
+func withParam(dsn, name, value string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		if u, err := url.Parse(dsn); err == nil {
+			q := u.Query()
+			q.Set(name, value)
+			u.RawQuery = q.Encode()
+			return u.String()
+		}
+	}
+	return dsn + " " + name + "=" + value
+}
+
+// redactDSN hides a URL's password in messages.
+func redactDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return "the database server"
+}
+
+var errNoTCP = errors.New("the database is not reached over TCP")
+
+// dsnHostPort is the TCP address a DSN connects to.
+func dsnHostPort(dsn string) (string, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(cfg.Host, "/") || cfg.TLSConfig != nil {
+		return "", errNoTCP
+	}
+	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), nil
+}
+
+// viaProxy rewrites dsn to connect to addr instead.
+func viaProxy(dsn, addr string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		if u, err := url.Parse(dsn); err == nil {
+			u.Host = addr
+			return u.String()
+		}
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	return dsn + " host=" + host + " port=" + port
+}

@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// benchLatency: POST /v1/jobs/{id}/trigger to the target receiving the
+// request, one at a time on a quiet instance, then at a fixed rate while
+// background runs stream in.
+func benchLatency(ctx context.Context, b *runner) (*result, error) {
+	f := b.cfg
+	e, err := b.newEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	if err := e.startInstances(ctx, f.Instances, instanceOpts{}); err != nil {
+		return nil, err
+	}
+	job, err := e.createJob(ctx, map[string]any{
+		"name": "bench-latency", "run_at": farFuture(), "target_url": e.target.base + "/lat", "max_retries": 0,
+	})
+	if err != nil {
+		return nil, err
+	}
+	bg := benchJob("bench-latency-background", e.target.base+"/bg")
+	if err := e.db.CreateJob(ctx, bg); err != nil {
+		return nil, err
+	}
+	e.target.mu.Lock()
+	e.target.watch = true
+	e.target.mu.Unlock()
+
+	res := &result{Scenario: "latency"}
+	res.param("triggers", f.Triggers)
+	res.param("rate", f.Rate)
+	res.param("load_rate", f.LoadRate)
+	res.param("instances", f.Instances)
+	res.param("concurrency", f.Concurrency)
+	res.param("async_commit", f.AsyncCommit)
+
+	one := func() (deliver, answer time.Duration, err error) {
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		t0 := time.Now()
+		id, err := e.trigger(actx, job.ID)
+		if err != nil {
+			return 0, 0, err
+		}
+		answered := time.Now()
+		at, err := e.target.await(actx, id)
+		if err != nil {
+			return 0, 0, err
+		}
+		return at.Sub(t0), answered.Sub(t0), nil
+	}
+	for range 20 { // warm-up: connections, prepared statements
+		if _, _, err := one(); err != nil {
+			return nil, err
+		}
+	}
+	var deliver, answer []time.Duration
+	for range f.Triggers {
+		d, a, err := one()
+		if err != nil {
+			return nil, err
+		}
+		deliver, answer = append(deliver, d), append(answer, a)
+	}
+	p, pa := percentiles(deliver), percentiles(answer)
+	res.ms("p50", p.p50)
+	res.ms("p90", p.p90)
+	res.ms("p99", p.p99)
+	res.ms("max", p.max)
+	res.ms("api_p50", pa.p50)
+	res.ms("api_p99", pa.p99)
+
+	// Under load: background runs inserted in small batches every 10 ms,
+	// due at once, while triggers go out at a fixed rate.
+	phase := time.Duration(f.Triggers) * time.Second / time.Duration(f.Rate)
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var (
+		loadWG   sync.WaitGroup
+		loadErr  error
+		inserted int
+	)
+	loadWG.Go(func() {
+		// Each tick inserts what the rate owes by now, so a slow insert
+		// (a busy machine) does not lower the rate.
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		began := time.Now()
+		for {
+			select {
+			case <-loadCtx.Done():
+				return
+			case <-tick.C:
+			}
+			owed := int(time.Since(began).Seconds()*float64(f.LoadRate)) - inserted
+			if owed <= 0 {
+				continue
+			}
+			if err := e.insertRuns(loadCtx, bg.ID, owed, time.Now()); err != nil {
+				if loadCtx.Err() == nil {
+					loadErr = err
+				}
+				return
+			}
+			inserted += owed
+		}
+	})
+	time.Sleep(200 * time.Millisecond) // let the background reach its pace
+	loadStart := time.Now()
+	bgBefore := e.target.countPath("/bg")
+	var (
+		mu       sync.Mutex
+		loaded   []time.Duration
+		trigErrs []string
+		trigWG   sync.WaitGroup
+	)
+	tick := time.NewTicker(time.Second / time.Duration(f.Rate))
+	for range f.Triggers {
+		<-tick.C
+		trigWG.Go(func() {
+			d, _, err := one()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				trigErrs = append(trigErrs, err.Error())
+				return
+			}
+			loaded = append(loaded, d)
+		})
+	}
+	tick.Stop()
+	loadEnd := time.Now()
+	bgDuring := e.target.countPath("/bg") - bgBefore
+	trigWG.Wait()
+	stopLoad()
+	loadWG.Wait()
+	if loadErr != nil {
+		return nil, fmt.Errorf("background load: %w", loadErr)
+	}
+	if len(trigErrs) > 0 {
+		return nil, fmt.Errorf("%d triggers under load failed, first: %s", len(trigErrs), trigErrs[0])
+	}
+	pl := percentiles(loaded)
+	res.ms("load_p50", pl.p50)
+	res.ms("load_p90", pl.p90)
+	res.ms("load_p99", pl.p99)
+	res.ms("load_max", pl.max)
+	res.metric("load_background_per_s", float64(bgDuring)/loadEnd.Sub(loadStart).Seconds(), "runs/s")
+	res.note("under load: %d triggers at %d/s over %s while %d background runs/s were inserted (%d in all)",
+		f.Triggers, f.Rate, phase.Round(time.Millisecond), f.LoadRate, inserted)
+	return res, nil
+}

@@ -1,0 +1,73 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestResultJSONAndTable(t *testing.T) {
+	t.Parallel()
+	r := &result{Scenario: "x"}
+	r.param("jobs", 3)
+	r.metric("rate", 1234.56789, "runs/s")
+	r.metric("postgres_cpu_per_run", nan, "µs")
+	r.target("first_delivery", 12.5, "ms", "≤ 20ms")
+	r.Tables = []table{{Name: "per window", Columns: []string{"end_s", "lag"}, Rows: [][]float64{{5, 1.25}, {10, nan}}}}
+	r.note("a note")
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Metrics map[string]*float64 `json:"metrics"`
+		Targets map[string]string   `json:"targets"`
+		Tables  map[string]struct {
+			Rows [][]*float64 `json:"rows"`
+		} `json:"tables"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	if got.Metrics["postgres_cpu_per_run"] != nil || *got.Metrics["rate"] != 1234.5679 {
+		t.Errorf("metrics %s: want n/a as null and figures rounded", raw)
+	}
+	if got.Targets["first_delivery"] != "≤ 20ms" {
+		t.Errorf("targets %s", raw)
+	}
+	if rows := got.Tables["per window"].Rows; len(rows) != 2 || rows[1][1] != nil || *rows[0][1] != 1.25 {
+		t.Errorf("tables %s", raw)
+	}
+
+	var buf bytes.Buffer
+	printTable(&buf, r)
+	out := buf.String()
+	for _, want := range []string{"x  (jobs=3)", "1235 runs/s", "n/a µs", "12.5 ms", "target ≤ 20ms", "per window:", "end_s", "note: a note"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestMedianSkipsNA(t *testing.T) {
+	t.Parallel()
+	mk := func(a, b float64) *result {
+		r := &result{Scenario: "x"}
+		r.metric("a", a, "")
+		r.metric("b", b, "")
+		return r
+	}
+	m := medianResult([]*result{mk(1, nan), mk(3, nan), mk(2, 5)})
+	if v, _ := m.Get("a"); v != 2 {
+		t.Errorf("median a = %v, want 2", v)
+	}
+	if v, _ := m.Get("b"); v != 5 {
+		t.Errorf("median b = %v, want 5 (the one run that measured it)", v)
+	}
+	m = medianResult([]*result{mk(1, nan)})
+	if v, _ := m.Get("b"); !math.IsNaN(v) {
+		t.Errorf("median of n/a = %v, want n/a", v)
+	}
+}

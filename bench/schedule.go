@@ -1,0 +1,126 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// benchSchedule: K jobs on a seconds-level cron for D seconds; the lag of
+// each delivery behind its scheduled instant, and every occurrence in the
+// window delivered exactly once.
+func benchSchedule(ctx context.Context, b *runner) (*result, error) {
+	f := b.cfg
+	e, err := b.newEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	if err := e.startInstances(ctx, f.Instances, instanceOpts{}); err != nil {
+		return nil, err
+	}
+	if err := e.waitLeader(ctx); err != nil {
+		return nil, err
+	}
+	k, seconds := f.Jobs, int(f.Duration/time.Second)
+	if seconds < 1 {
+		seconds = 1
+	}
+	res := &result{Scenario: "schedule"}
+	res.param("jobs", k)
+	res.param("seconds", seconds)
+	res.param("instances", f.Instances)
+	for i := range k {
+		_, err := e.createJob(ctx, map[string]any{
+			"name": fmt.Sprintf("bench-schedule-%d", i), "cron_expr": "*/1 * * * * *",
+			"target_url": fmt.Sprintf("%s/s/%d", e.target.base, i), "max_retries": 0,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The window starts a whole second after the last job was created:
+	// its first occurrence is well inside every job's schedule.
+	firstAt := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	lastAt := firstAt.Add(time.Duration(seconds-1) * time.Second)
+	expected := k * seconds
+	inWindow := func(a arrival) bool {
+		return strings.HasPrefix(a.path, "/s/") && !a.scheduledAt.Before(firstAt) && !a.scheduledAt.After(lastAt)
+	}
+	// Wait until the last occurrence is past, then until each one arrived
+	// (or a generous grace ran out: what is still missing is missed).
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(time.Until(lastAt)):
+	}
+	type occurrence struct {
+		path string
+		at   int64 // scheduled instant, Unix ns
+	}
+	collect := func() map[occurrence][]time.Time {
+		got := map[occurrence][]time.Time{}
+		for _, a := range e.target.snapshot() {
+			if inWindow(a) {
+				o := occurrence{a.path, a.scheduledAt.UnixNano()}
+				got[o] = append(got[o], a.at)
+			}
+		}
+		return got
+	}
+	graceEnd := time.Now().Add(10 * time.Second)
+	for len(collect()) < expected && time.Now().Before(graceEnd) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	// One more beat, so a duplicate right behind the first delivery counts.
+	time.Sleep(200 * time.Millisecond)
+	got := collect()
+	dups := 0
+	var lags []time.Duration
+	// The earliest delivery of each scheduled instant, over all jobs: when
+	// it is late too, the whole second was late (timer, claim); when only
+	// the rest are, the burst itself took the time.
+	earliest := map[int64]time.Duration{}
+	for o, ats := range got {
+		dups += len(ats) - 1
+		first := ats[0]
+		for _, at := range ats {
+			if at.Before(first) {
+				first = at
+			}
+		}
+		lag := first.Sub(time.Unix(0, o.at))
+		lags = append(lags, lag)
+		if e, ok := earliest[o.at]; !ok || lag < e {
+			earliest[o.at] = lag
+		}
+	}
+	var firsts []time.Duration
+	for _, d := range earliest {
+		firsts = append(firsts, d)
+	}
+	p := percentiles(lags)
+	missed := expected - len(got)
+	res.ms("lag_p50", p.p50)
+	res.ms("lag_p90", p.p90)
+	res.ms("lag_p99", p.p99)
+	res.ms("lag_max", p.max)
+	res.ms("lag_min", p.min)
+	pf := percentiles(firsts)
+	res.ms("first_of_instant_p50", pf.p50)
+	res.ms("first_of_instant_p99", pf.p99)
+	res.metric("occurrences", float64(expected), "runs")
+	res.metric("missed", float64(missed), "runs")
+	res.metric("duplicated", float64(dups), "requests")
+	if missed != 0 {
+		res.fail("schedule: %d of %d occurrences missed", missed, expected)
+	}
+	if dups != 0 {
+		res.fail("schedule: %d occurrences delivered more than once", dups)
+	}
+	if p.min < 0 {
+		res.fail("schedule: a delivery arrived %s before its scheduled instant", -p.min)
+	}
+	return res, nil
+}
