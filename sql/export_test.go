@@ -16,3 +16,12 @@ func ExplainJobs(ctx context.Context, db *DB, f JobFilter) ([]string, error) {
 	}
 	return p.lines, nil
 }
+
+// ExplainClaim returns the plan (EXPLAIN, not run) of the claim of n runs.
+func ExplainClaim(ctx context.Context, db *DB, n int) ([]string, error) {
+	rows, err := db.Pool.Query(ctx, "EXPLAIN (COSTS OFF) "+claimSQL, "explain", n, int64(60_000_000), int64(20_000))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

@@ -126,7 +126,7 @@ var serveVars = []envVar{
 			c.WorkerConcurrency = n
 			return nil
 		}},
-	{"REACTOR_SYNCHRONOUS_COMMIT", "on", "off gives the reactor (claims, starts, completions, materializer, reaper) a pool of its own with synchronous_commit=off; the API's writes stay synchronous",
+	{"REACTOR_SYNCHRONOUS_COMMIT", "off", "off gives the reactor (claims, starts, completions, reaper) a pool of its own with synchronous_commit=off (the materializer's runs and the API's writes stay synchronous); on puts the reactor on the API's synchronous pool",
 		func(c *serveConfig, v string) error {
 			switch strings.ToLower(v) {
 			case "on":

@@ -237,7 +237,7 @@ func TestReactorSynchronousCommit(t *testing.T) {
 	for _, tc := range []struct {
 		value string
 		want  bool
-	}{{"", true}, {"on", true}, {" On ", true}, {"off", false}, {"OFF", false}} {
+	}{{"", false}, {"on", true}, {" On ", true}, {"off", false}, {"OFF", false}} {
 		c, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": "k1", "REACTOR_SYNCHRONOUS_COMMIT": tc.value}))
 		if err != nil {
 			t.Errorf("REACTOR_SYNCHRONOUS_COMMIT=%q: %v", tc.value, err)
