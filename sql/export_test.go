@@ -2,6 +2,8 @@ package sql
 
 import (
 	"context"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // RefreshQueueStatsSQLForTest lets the external tests EXPLAIN the query.
