@@ -80,6 +80,11 @@ func startChild(ctx context.Context, b *runner, dsn, id string, opts instanceOpt
 	if opts.retention > 0 {
 		cmd.Env = append(cmd.Env, "RUN_RETENTION="+opts.retention.String())
 	}
+	if b.cfg.AsyncCommit {
+		cmd.Env = append(cmd.Env, "REACTOR_SYNCHRONOUS_COMMIT=off")
+	} else {
+		cmd.Env = append(cmd.Env, "REACTOR_SYNCHRONOUS_COMMIT=on")
+	}
 	errBuf := &syncBuffer{}
 	cmd.Stderr = errBuf
 	cmd.Stdout = io.Discard

@@ -67,7 +67,7 @@ type Config struct {
 	Concurrency int    // WORKER_CONCURRENCY of each instance
 	LogLevel    string // log level of the instances: debug, info, warn, error
 	Statements  bool   // throughput, latency: count the instances' statements through a proxy
-	AsyncCommit bool   // in-process reactors on a synchronous_commit=off pool
+	AsyncCommit bool   // reactors on a synchronous_commit=off pool, as serve's REACTOR_SYNCHRONOUS_COMMIT=off (the default)
 
 	// Binary is the chronos executable child processes run (`serve`);
 	// the command passes os.Executable. A go test binary cannot serve.
@@ -136,9 +136,6 @@ func (c Config) Validate() error {
 	size("sustained-rate", c.SustainedRate)
 	dur("sustained-duration", c.SustainedDuration, time.Second)
 	dur("retention", c.Retention, time.Second)
-	if c.AsyncCommit && c.Procs {
-		errs = append(errs, errors.New("--async-commit needs in-process instances (serve has one pool)"))
-	}
 	return errors.Join(errs...)
 }
 

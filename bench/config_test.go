@@ -38,7 +38,6 @@ func TestValidate(t *testing.T) {
 		{"repeat", func(c *Config) { c.Repeat = 0 }, "--repeat 0: must be at least 1"},
 		{"instances", func(c *Config) { c.Instances = -2 }, "--instances -2: must be at least 1"},
 		{"concurrency", func(c *Config) { c.Concurrency = 0 }, "--concurrency 0: must be at least 1"},
-		{"async-commit with procs", func(c *Config) { c.AsyncCommit, c.Procs = true, true }, "--async-commit needs in-process instances"},
 	} {
 		c := ok
 		tc.edit(&c)

@@ -99,7 +99,7 @@ var claimSQL = `
 		RETURNING r.*
 	)
 	SELECT ` + qualified("l", runColumns) + `, ` + qualified("j", jobColumns) + `,
-	       greatest(0, extract(epoch FROM l.available_at - now()) * 1000000)::bigint
+	       greatest(0, extract(epoch FROM l.available_at - clock_timestamp()) * 1000000)::bigint
 	  FROM leased l JOIN jobs j ON j.id = l.job_id
 	 ORDER BY l.available_at, l.id`
 
@@ -141,8 +141,10 @@ func (db *DB) Claim(ctx context.Context, worker string, n int, lease time.Durati
 
 // ClaimAhead is Claim that also takes runs due within ahead of now, in
 // available_at order after the due ones. Each Claimed's Wait says how
-// long, by the database's clock when it claimed, until the run's
-// available_at: the worker sends it no sooner. Claiming a moment ahead
+// long, by the database's clock at the end of the claim, until the run's
+// available_at: a worker that waits that long from when the claim's answer
+// arrived sends it no sooner, and no later than the commit and the answer
+// took. Claiming a moment ahead
 // takes the claim's round trip and commit out of the delay between a
 // run's instant and its delivery.
 func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead time.Duration) ([]Claimed, error) {

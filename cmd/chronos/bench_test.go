@@ -78,7 +78,6 @@ func TestBenchRefusesBadFlags(t *testing.T) {
 		{[]string{"throughput", "--repeat", "-5"}, "--repeat -5"},
 		{[]string{"throughput", "--instances", "0"}, "--instances 0"},
 		{[]string{"throughput", "--concurrency", "-1"}, "--concurrency -1"},
-		{[]string{"throughput", "--procs", "--async-commit"}, "--async-commit needs in-process instances"},
 		{[]string{"throughput", "--runs", "many"}, `invalid value "many" for flag -runs`},
 		{[]string{"bogus"}, `unknown scenario "bogus"`},
 		{[]string{"throughput", "--log-level", "loud"}, `invalid --log-level "loud"`},
