@@ -238,8 +238,7 @@ func walkSQL(f JobFilter, after int64, n int) (string, []any) {
 		 ORDER BY s.job_id LIMIT ` + limit + `
 	), c AS (SELECT count(*) AS n FROM w1), w2 AS MATERIALIZED (
 		SELECT s.job_id FROM job_search s
-		 WHERE (SELECT n FROM c) >= 1 AND (SELECT n FROM c) < ` + limit + `
-		   AND (` + limit + ` - (SELECT n FROM c)) * ` + first + ` <= ` + budget + ` * (SELECT n FROM c)
+		 WHERE (SELECT n >= 1 AND n < ` + limit + ` AND (` + limit + ` - n) * ` + first + ` <= ` + budget + ` * n FROM c)
 		   AND s.job_id > ` + mid + ` AND s.job_id <= ` + hi + filters.String() + `
 		 ORDER BY s.job_id LIMIT (SELECT ` + limit + ` - n FROM c)
 	), m AS (SELECT job_id FROM w1 UNION ALL SELECT job_id FROM w2)
