@@ -413,7 +413,7 @@ func loadRuns(t testing.TB, ctx context.Context, c *cluster) []*dbRun {
 
 func loadAttempts(t testing.TB, ctx context.Context, c *cluster) []dbAttempt {
 	t.Helper()
-	rows, err := c.db.Pool.Query(ctx, `SELECT run_id, attempt, worker_id, error FROM run_attempts`)
+	rows, err := c.db.Pool.Query(ctx, `SELECT run_id, attempt, worker_id, error FROM run_attempts_all`)
 	if err != nil {
 		t.Fatalf("load attempts: %v", err)
 	}

@@ -82,7 +82,7 @@ func (s *seqRun) load() *checkData {
 		d.byJob[r.Job] = append(d.byJob[r.Job], r)
 	}
 	rows.Close()
-	rows, err = s.c.db.Pool.Query(ctx, `SELECT run_id, attempt, worker_id, status_code, error FROM run_attempts`)
+	rows, err = s.c.db.Pool.Query(ctx, `SELECT run_id, attempt, worker_id, status_code, error FROM run_attempts_all`)
 	if err != nil {
 		s.t.Fatalf("model: load attempts: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -40,9 +41,9 @@ var (
 // grace so that every path (reclaim, release at shutdown, retries) is
 // taken within a sequence.
 const (
-	modelLookahead = 2 * time.Second        // reactor.DefaultLookahead: serve does not configure it
-	modelShutdown  = 1 * time.Second        // SHUTDOWN_TIMEOUT: shorter than the slow targets
-	modelTol       = 150 * time.Millisecond // around an API call: when its change took effect is unknown
+	modelLookahead = reactor.DefaultLookahead // serve does not configure it
+	modelShutdown  = 1 * time.Second          // SHUTDOWN_TIMEOUT: shorter than the slow targets
+	modelTol       = 150 * time.Millisecond   // around an API call: when its change took effect is unknown
 	modelLate      = 1500 * time.Millisecond
 )
 

@@ -106,9 +106,17 @@ const (
 // receiver that also gets deliveries tells the two apart.
 const HeaderAlert = "X-Chronos-Alert"
 
-// AlertWebhookID is the webhook-id of an alert's requests: the same on
-// every attempt, so a receiver deduplicates on it.
-func AlertWebhookID(alertID int64) string { return "alert_" + strconv.FormatInt(alertID, 10) }
+// AlertWebhookID is the webhook-id of the alert that run runID went dead
+// sent to one destination ("job" for on_dead_url, "cluster" for
+// DEAD_LETTER_WEBHOOK): the same on every attempt, so a receiver
+// deduplicates on it. It is made of the run's id, not the outbox row's:
+// a run goes dead once (a redrive is a new run), and its id is never
+// given out again, while an outbox row written by a completion that a
+// database crash took back (REACTOR_SYNCHRONOUS_COMMIT=off) may see its
+// id handed to another alert.
+func AlertWebhookID(runID int64, dest string) string {
+	return "alert_" + dest + "_" + strconv.FormatInt(runID, 10)
+}
 
 // alerter sends the dead-run alerts of the outbox. One runs on every
 // instance; see AlertConfig.
@@ -415,7 +423,7 @@ func (a *alerter) sign(h http.Header, dest string, al *sql.DeadAlert, body []byt
 	if len(keys) == 0 {
 		return
 	}
-	id := AlertWebhookID(al.ID)
+	id := AlertWebhookID(al.Alert.Run.ID, dest)
 	ts := strconv.FormatInt(now.Unix(), 10)
 	sigs := make([]string, len(keys))
 	for i, k := range keys {

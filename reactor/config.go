@@ -21,8 +21,13 @@ type Config struct {
 	ReaperInterval     time.Duration // how often the leader reclaims expired leases (5s)
 	RunRetention       time.Duration // terminal runs older than this are pruned (7 days)
 	AuditRetention     time.Duration // audit history entries older than this are pruned (90 days)
+	PruneInterval      time.Duration // how often the leader prunes runs, audit entries and idempotency keys (1m)
 	ShutdownTimeout    time.Duration // grace for in-flight calls on shutdown (25s)
 	Lookahead          time.Duration // runs are materialized this far ahead (2s)
+	// ClaimAhead: runs due within this are claimed ahead of their instant
+	// and sent at it (20ms; negative turns it off), so the claim's round
+	// trip and commit are not part of a scheduled run's delay.
+	ClaimAhead         time.Duration
 	QueueStatsInterval time.Duration // how often the leader recomputes the queue gauges (5s)
 
 	// ClockSkew shifts this instance's own clock (testing only: it stands
@@ -54,8 +59,10 @@ const (
 	DefaultReaperInterval     = 5 * time.Second
 	DefaultRunRetention       = 7 * 24 * time.Hour
 	DefaultAuditRetention     = 90 * 24 * time.Hour
+	DefaultPruneInterval      = time.Minute
 	DefaultShutdownTimeout    = 25 * time.Second
 	DefaultLookahead          = 2 * time.Second
+	DefaultClaimAhead         = 20 * time.Millisecond
 	DefaultQueueStatsInterval = 5 * time.Second
 )
 
@@ -86,11 +93,20 @@ func (c Config) withDefaults() Config {
 	if c.AuditRetention <= 0 {
 		c.AuditRetention = DefaultAuditRetention
 	}
+	if c.PruneInterval <= 0 {
+		c.PruneInterval = DefaultPruneInterval
+	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if c.Lookahead <= 0 {
 		c.Lookahead = DefaultLookahead
+	}
+	switch {
+	case c.ClaimAhead == 0:
+		c.ClaimAhead = DefaultClaimAhead
+	case c.ClaimAhead < 0:
+		c.ClaimAhead = 0
 	}
 	if c.QueueStatsInterval <= 0 {
 		c.QueueStatsInterval = DefaultQueueStatsInterval

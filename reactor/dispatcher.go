@@ -96,7 +96,11 @@ func (d *dispatcher) run(ctx context.Context) {
 		mayHave   bool      // the last claim was full or had no slots: more may wait
 		skewDelay = skewRetryFirst
 	)
+	ahead := r.cfg.ClaimAhead
+	// arm makes the dispatcher claim when a run available at t may be
+	// claimed: ClaimAhead before t.
 	arm := func(t time.Time) {
+		t = t.Add(-ahead)
 		now := r.now()
 		if !t.After(now) {
 			claimNow = true
@@ -136,7 +140,7 @@ func (d *dispatcher) run(ctx context.Context) {
 			case err != nil:
 				arm(r.now().Add(claimRetry))
 			case t == nil:
-			case t.After(r.now()):
+			case t.Add(-ahead).After(r.now()):
 				arm(*t)
 			case justClaimed && !mayHave:
 				// A pending run looked due, yet the claim just made did
@@ -211,7 +215,7 @@ func (d *dispatcher) claim(ctx context.Context) (claimed int, full bool, err err
 		// The claim itself is not cancelled by shutdown: a claim cut off
 		// after its commit would leave runs leased with no worker.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
-		runs, err := r.db.Claim(cctx, r.cfg.Instance, n, r.cfg.LeaseDuration)
+		runs, err := r.db.ClaimAhead(cctx, r.cfg.Instance, n, r.cfg.LeaseDuration, r.cfg.ClaimAhead)
 		cancel()
 		if err != nil {
 			r.log.Error("claim runs failed", "err", err)

@@ -9,7 +9,7 @@ import (
 )
 
 // materializeBatch is how many jobs one db.Materialize call examines.
-const materializeBatch = 500
+const materializeBatch = 2000
 
 // materializer turns due occurrences into pending runs, a lookahead ahead
 // of their scheduled instant, on a tick and whenever a job changes (a new

@@ -9,10 +9,12 @@ import (
 
 // Pruning: small batches with a pause between them, so deleting history
 // never holds long locks or starves the hot path.
+// A batch of 5,000 keeps up with thousands of runs finishing per second
+// (a minute's worth of 3,000 runs/s is 36 batches) while each DELETE stays
+// a short transaction.
 const (
-	pruneBatch    = 1000
-	prunePause    = 50 * time.Millisecond
-	pruneInterval = time.Minute
+	pruneBatch = 5000
+	prunePause = 50 * time.Millisecond
 )
 
 // pruner deletes terminal runs older than RunRetention, audit history
@@ -22,7 +24,7 @@ type pruner struct{ r *Reactor }
 func newPruner(r *Reactor) *pruner { return &pruner{r: r} }
 
 func (p *pruner) run(ctx context.Context) {
-	tick := time.NewTicker(pruneInterval)
+	tick := time.NewTicker(p.r.cfg.PruneInterval)
 	defer tick.Stop()
 	for {
 		p.prune(ctx)

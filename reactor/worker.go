@@ -41,6 +41,13 @@ func (r *Reactor) deliver(c sql.Claimed) {
 		}
 	}()
 
+	if c.Wait > 0 && !r.waitForInstant(c.Wait) {
+		// Shutdown ran out of grace before the run's instant: nothing
+		// was sent.
+		r.release(lease, c.Run.JobID)
+		return
+	}
+
 	callCtx, cancelCall := context.WithCancel(r.hard)
 	defer cancelCall()
 	var lost atomic.Bool
@@ -71,7 +78,8 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	ren := startRenewer(r.db, r.log, lease, r.cfg.LeaseDuration, func(error) { onLost() })
 	res := r.exec.do(callCtx, c.Job, c.Run)
 	var startErr error
-	if !startTimer.Stop() {
+	startRan := !startTimer.Stop()
+	if startRan {
 		startErr = <-started // it ran, or is running: wait for it
 	}
 
@@ -107,7 +115,23 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	// the target answered: a completion that waits on a slow or briefly
 	// unreachable database must not let the reaper reclaim, and so
 	// deliver again, a run whose target already answered.
-	r.comp.submit(completion{out: outcome(lease, c.Job, res), run: c.Run, done: ren.release})
+	out := outcome(lease, c.Job, res)
+	out.StartRecorded = startRan
+	r.comp.submit(completion{out: out, run: c.Run, done: ren.release})
+}
+
+// waitForInstant holds a run claimed ahead of its instant (see
+// sql.ClaimAhead) until then, before anything about the attempt starts.
+// It is false when the hard shutdown came first.
+func (r *Reactor) waitForInstant(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.hard.Done():
+		return false
+	}
 }
 
 // outcome turns an attempt's result into what db.Complete records.

@@ -21,6 +21,10 @@ type Outcome struct {
 	StartedAt  time.Time
 	FinishedAt time.Time
 	RetryDelay time.Duration // on failure with attempts left: wait this long
+	// StartRecorded says Start ran for this attempt (it may have created
+	// the attempt's run_attempts row). A first attempt that succeeded
+	// without it is recorded on the run itself (see completeSQL).
+	StartRecorded bool
 }
 
 // CompleteResult is the fate of one Outcome.
@@ -42,13 +46,18 @@ const (
 // A failure dead-letters when the run has had max_retries+1 attempts
 // (attempt_count counts the one just made); otherwise it is pending again
 // after the worker's retry delay. The attempt's row is upserted: Start
-// created it, unless the worker never got that far.
+// created it, unless the worker never got that far. A first attempt that
+// succeeded before Start ran (most runs) gets no row: the run's
+// first_attempt_* columns, with its started_at, finished_at and
+// last_status_code, are its record, and run_attempts_all shows it. That
+// saves a row, an index entry and a foreign-key check per run.
 var completeSQL = `
 	WITH o AS (
-		SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::int[], $6::text[],
-		                     $7::text[], $8::timestamptz[], $9::timestamptz[], $10::bigint[], $11::bigint[])
+		SELECT *, success AND attempt = 1 AND NOT start_recorded AS inline
+		  FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::int[], $6::text[],
+		              $7::text[], $8::timestamptz[], $9::timestamptz[], $10::bigint[], $11::bigint[], $12::bool[])
 		       AS o(run_id, worker, attempt, success, status_code, error, body, started_at, finished_at,
-		            retry_us, duration_ms)
+		            retry_us, duration_ms, start_recorded)
 	), freed AS (
 		UPDATE job_runs r
 		   SET status = CASE WHEN o.success THEN 'succeeded'
@@ -61,7 +70,10 @@ var completeSQL = `
 		                          THEN COALESCE(o.finished_at, now()) END,
 		       started_at = COALESCE(r.started_at, o.started_at, now()),
 		       leased_by = NULL, leased_until = NULL,
-		       last_error = o.error, last_status_code = o.status_code
+		       last_error = o.error, last_status_code = o.status_code,
+		       first_attempt_worker = CASE WHEN o.inline THEN o.worker END,
+		       first_attempt_body = CASE WHEN o.inline THEN o.body END,
+		       first_attempt_ms = CASE WHEN o.inline THEN o.duration_ms END
 		  FROM o, jobs j
 		 WHERE r.id = o.run_id AND r.leased_by = o.worker AND r.attempt_count = o.attempt
 		   AND r.status IN ('leased', 'running') AND j.id = r.job_id
@@ -72,6 +84,7 @@ var completeSQL = `
 		SELECT o.run_id, o.attempt, o.worker, COALESCE(o.started_at, now()), COALESCE(o.finished_at, now()),
 		       o.status_code, o.error, o.body, o.duration_ms
 		  FROM o JOIN freed ON freed.id = o.run_id
+		 WHERE NOT o.inline
 		ON CONFLICT (run_id, attempt) DO UPDATE
 		   SET finished_at = EXCLUDED.finished_at, status_code = EXCLUDED.status_code,
 		       error = EXCLUDED.error, response_body = EXCLUDED.response_body,
@@ -106,6 +119,7 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 		finished = make([]*time.Time, 0, n)
 		retry    = make([]int64, 0, n)
 		duration = make([]*int64, 0, n)
+		recorded = make([]bool, 0, n)
 	)
 	index := make(map[int64]int, n) // run id -> position in outs
 	for i, o := range outs {
@@ -130,9 +144,10 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 			ms = &d
 		}
 		duration = append(duration, ms)
+		recorded = append(recorded, o.StartRecorded)
 	}
 	rows, err := db.Pool.Query(ctx, completeSQL, ids, workers, attempts, success, codes, errs, bodies,
-		started, finished, retry, duration)
+		started, finished, retry, duration, recorded)
 	if err != nil {
 		return nil, mapErr(err, "complete runs")
 	}

@@ -42,27 +42,16 @@ func (db *DB) RecentRuns(ctx context.Context, jobIDs []int64, n int) (map[int64]
 	return out, nil
 }
 
-// Overview is the console's summary of the cluster, from the database, so
-// every instance shows the same.
+// Overview is the console's summary of the cluster now, from the database,
+// so every instance shows the same. What finished lately is FinishedBetween's.
 type Overview struct {
 	// Now is the database's clock when the overview was read.
 	Now time.Time
 	// Active counts the pending, leased and running runs.
 	Active map[chronos.RunStatus]int64
-	// Finished counts the runs that finished (succeeded, dead) in Window.
-	Finished map[chronos.RunStatus]int64
-	// Window is how far back Finished and PerMinute look.
-	Window time.Duration
 	// OldestPending is the run that has been waiting longest for a worker
 	// (available the earliest), if any is pending and due.
 	OldestPending *chronos.Run
-	// PerMinute counts finished runs by minute and outcome, oldest minute
-	// first, one entry per minute of Window (zeros included).
-	PerMinute []MinuteCount
-	// LagP50 and LagP99 are the schedule lag (start minus scheduled
-	// instant) of the scheduled runs that started in Window; zero without
-	// any.
-	LagP50, LagP99 time.Duration
 	// Leader names the instance holding the leadership lock ("" when none).
 	Leader string
 	// Instances are the instances whose listener is connected to the
@@ -70,38 +59,18 @@ type Overview struct {
 	Instances []string
 }
 
-// MinuteCount is the number of runs that finished in one minute, by outcome.
-type MinuteCount struct {
-	Minute    time.Time
-	Succeeded int64
-	Dead      int64
-}
-
-// Overview reads the console's overview for the last window (an hour when
-// 0, at most a day).
-func (db *DB) Overview(ctx context.Context, window time.Duration) (*Overview, error) {
-	if window <= 0 {
-		window = time.Hour
-	}
-	window = min(window, 24*time.Hour).Truncate(time.Minute)
-	o := &Overview{Window: window, Active: map[chronos.RunStatus]int64{}, Finished: map[chronos.RunStatus]int64{}}
+// Overview reads the console's overview in one round trip (and the
+// leader's in another): the clock, the active runs, each status through
+// its partial index, the oldest due pending run, and the instances.
+func (db *DB) Overview(ctx context.Context) (*Overview, error) {
+	o := &Overview{Active: map[chronos.RunStatus]int64{}}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT now()`)
 	b.Queue(`SELECT 'pending', count(*) FROM job_runs WHERE status = 'pending'
 	         UNION ALL
 	         SELECT status::text, count(*) FROM job_runs WHERE status IN ('leased', 'running') GROUP BY status`)
-	b.Queue(`SELECT date_trunc('minute', finished_at) AS m, status::text, count(*)
-	           FROM job_runs
-	          WHERE status IN ('succeeded', 'dead') AND finished_at > now() - $1 * interval '1 microsecond'
-	          GROUP BY m, status`, micros(window))
 	b.Queue(`SELECT ` + runColumns + ` FROM job_runs WHERE status = 'pending' AND available_at <= now()
 	          ORDER BY available_at, id LIMIT 1`)
-	b.Queue(`SELECT COALESCE(percentile_cont(0.5) WITHIN GROUP (ORDER BY lag), 0),
-	                COALESCE(percentile_cont(0.99) WITHIN GROUP (ORDER BY lag), 0)
-	           FROM (SELECT extract(epoch FROM started_at - scheduled_at) AS lag
-	                   FROM job_runs
-	                  WHERE status IN ('succeeded', 'dead') AND finished_at > now() - $1 * interval '1 microsecond'
-	                    AND trigger = 'schedule' AND started_at IS NOT NULL) s`, micros(window))
 	// Every chronos serve holds one LISTEN connection, named
 	// <instance>-listener (package listeners): those name the instances,
 	// and other clients of the database (psql, adminer) are left out.
@@ -129,36 +98,6 @@ func (db *DB) Overview(ctx context.Context, window time.Duration) (*Overview, er
 	if err := rows.Err(); err != nil {
 		return nil, mapErr(err, "overview: active runs")
 	}
-	first := o.Now.Add(-window).Truncate(time.Minute)
-	o.PerMinute = make([]MinuteCount, int(window/time.Minute)+1)
-	for i := range o.PerMinute {
-		o.PerMinute[i].Minute = first.Add(time.Duration(i) * time.Minute)
-	}
-	rows, err = br.Query()
-	if err != nil {
-		return nil, mapErr(err, "overview: finished runs")
-	}
-	for rows.Next() {
-		var m time.Time
-		var st string
-		var n int64
-		if err := rows.Scan(&m, &st, &n); err != nil {
-			return nil, mapErr(err, "overview: finished runs")
-		}
-		o.Finished[chronos.RunStatus(st)] += n
-		i := int(m.UTC().Sub(first) / time.Minute)
-		if i < 0 || i >= len(o.PerMinute) {
-			continue
-		}
-		if chronos.RunStatus(st) == chronos.StatusSucceeded {
-			o.PerMinute[i].Succeeded += n
-		} else {
-			o.PerMinute[i].Dead += n
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(err, "overview: finished runs")
-	}
 	r, err := scanRun(br.QueryRow())
 	switch {
 	case err == nil:
@@ -166,12 +105,6 @@ func (db *DB) Overview(ctx context.Context, window time.Duration) (*Overview, er
 	case err != pgx.ErrNoRows:
 		return nil, mapErr(err, "overview: oldest pending run")
 	}
-	var p50, p99 float64
-	if err := br.QueryRow().Scan(&p50, &p99); err != nil {
-		return nil, mapErr(err, "overview: schedule lag")
-	}
-	o.LagP50 = time.Duration(p50 * float64(time.Second))
-	o.LagP99 = time.Duration(p99 * float64(time.Second))
 	rows, err = br.Query()
 	if err != nil {
 		return nil, mapErr(err, "overview: instances")

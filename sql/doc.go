@@ -7,7 +7,8 @@
 //
 // NOTIFY channels and payloads (decoded by package listeners):
 //
-//	chronos_jobs    {"op":"created|updated|deleted","job_id":N}           row-level, user-visible columns only
+//	chronos_jobs    {"op":"created|updated|deleted","job_id":N}           row-level, user-visible columns only;
+//	                "created" is sent by CreateJob after its commit (see notifyCreated)
 //	chronos_runs    {"count":N,"run_id":N?,"job_id":N?,"status":"s"?,"available_at":"ts"?}
 //	                statement-level over a transition table: run_id/job_id/status
 //	                only when one value covers every row; available_at is the
@@ -26,8 +27,11 @@
 // (attempt_count+1); a failure with attempt_count >= max_retries+1, and a
 // reclaim of such a run, dead-letters it. The budget is read from the job
 // at completion time, so lowering max_retries applies to runs in flight.
-// Every counted attempt has exactly one run_attempts row: Start creates it,
-// Complete finishes it (or creates it when Start was skipped), Reclaim
+// Every counted attempt has exactly one record, a row of the view
+// run_attempts_all: a first attempt that succeeded before Start ran is
+// kept on the run itself (its first_attempt_* columns), every other one is
+// a run_attempts row. Start creates the row, Complete finishes it (or
+// creates it when Start was skipped), Reclaim
 // finishes it (or creates it for a run that was leased but never started)
 // with the error "lease expired". Release (graceful shutdown) undoes the
 // attempt entirely: attempt_count goes back down and the row is deleted.

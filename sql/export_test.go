@@ -2,6 +2,8 @@ package sql
 
 import (
 	"context"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // RefreshQueueStatsSQLForTest lets the external tests EXPLAIN the query.
@@ -15,4 +17,13 @@ func ExplainJobs(ctx context.Context, db *DB, f JobFilter) ([]string, error) {
 		return nil, err
 	}
 	return p.lines, nil
+}
+
+// ExplainClaim returns the plan (EXPLAIN, not run) of the claim of n runs.
+func ExplainClaim(ctx context.Context, db *DB, n int) ([]string, error) {
+	rows, err := db.Pool.Query(ctx, "EXPLAIN (COSTS OFF) "+claimSQL, "explain", n, int64(60_000_000), int64(20_000))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }

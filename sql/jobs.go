@@ -76,6 +76,7 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	utcPtr(&j.NextRunAt)
 	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
 	j.State = chronos.StateOf(j.Enabled, j.NextRunAt)
+	db.notifyCreated(ctx, j.ID)
 	return nil
 }
 

@@ -62,7 +62,7 @@ const maxOccurrencesPerJob = 1000
 // and leaving those jobs out here keeps a "call again while the batch is
 // full" loop from re-examining them forever.
 const dueJobsSQL = `
-	SELECT ` + jobColumns + ` FROM jobs j
+	SELECT ` + scheduleColumns + ` FROM jobs j
 	 WHERE enabled AND next_run_at <= $2
 	   AND (next_run_at <= $1 OR overlap = 'allow'
 	        OR (overlap = 'skip' AND NOT EXISTS (
@@ -118,10 +118,20 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
 
+	// This transaction commits synchronously even on a reactor pool with
+	// synchronous_commit=off (REACTOR_SYNCHRONOUS_COMMIT): the runs it
+	// creates get their ids and are delivered under them, so a crash must
+	// not take them back. Claims and completions may be lost in a crash
+	// (the run is delivered again under the same id); a run may not (the
+	// occurrence would be materialized again under a new id, which a
+	// target deduplicating on X-Chronos-Run-Id could not recognise). The
+	// faults suite's TestCrash found exactly that before this line.
+	var dbNow time.Time
+	if err := tx.QueryRow(ctx, "SELECT now(), set_config('synchronous_commit', 'on', true)").Scan(&dbNow, nil); err != nil {
+		return res, mapErr(err, "materialize: read the clock")
+	}
 	if now.IsZero() {
-		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
-			return res, mapErr(err, "materialize: read the clock")
-		}
+		now = dbNow
 	}
 	now = now.UTC()
 	res.Now = now
@@ -131,7 +141,7 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	if err != nil {
 		return res, mapErr(err, "materialize: select due jobs")
 	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanJob(r) })
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanSchedule(r) })
 	if err != nil {
 		return res, mapErr(err, "materialize: select due jobs")
 	}
@@ -381,14 +391,14 @@ func overlapState(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job) (active, 
 // this call, and counting them could keep a caller looping.
 func reschedule(ctx context.Context, tx pgx.Tx, now time.Time, batch int) error {
 	rows, err := tx.Query(ctx, `
-		SELECT `+jobColumns+` FROM jobs
+		SELECT `+scheduleColumns+` FROM jobs
 		 WHERE enabled AND next_run_at IS NULL AND cron_expr IS NOT NULL AND ends_at IS NULL
 		 ORDER BY id LIMIT $1
 		   FOR UPDATE SKIP LOCKED`, batch)
 	if err != nil {
 		return mapErr(err, "materialize: select unscheduled jobs")
 	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanJob(r) })
+	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanSchedule(r) })
 	if err != nil {
 		return mapErr(err, "materialize: select unscheduled jobs")
 	}

@@ -104,7 +104,7 @@ func (db *DB) Run(ctx context.Context, id int64) (*chronos.Run, error) {
 	// recorded in between is merely fresher news).
 	b := &pgx.Batch{}
 	b.Queue("SELECT "+runColumns+" FROM job_runs WHERE id = $1", id)
-	b.Queue("SELECT "+attemptColumns+" FROM run_attempts WHERE run_id = $1 ORDER BY attempt", id)
+	b.Queue("SELECT "+attemptColumns+" FROM run_attempts_all WHERE run_id = $1 ORDER BY attempt", id)
 	br := db.Pool.SendBatch(ctx, b)
 	defer br.Close()
 	r, err := scanRun(br.QueryRow())
@@ -210,13 +210,8 @@ func (db *DB) Prune(ctx context.Context, retention time.Duration, batch int) (in
 func (db *DB) NextAvailable(ctx context.Context) (*time.Time, error) {
 	var t *time.Time
 	err := db.Pool.QueryRow(ctx, `
-		SELECT r.available_at FROM job_runs r JOIN jobs j ON j.id = r.job_id
-		 WHERE r.status = 'pending'
-		   AND (j.overlap = 'allow'
-		        OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = r.job_id))
-		   AND NOT (r.trigger = 'schedule' AND j.overlap <> 'queue_one' AND j.enabled
-		            AND coalesce(j.next_run_at <= now(), false))
-		   AND NOT `+pastDeadline+`
+		SELECT r.available_at FROM job_runs r
+		 WHERE r.status = 'pending' AND `+claimableSQL+`
 		 ORDER BY r.available_at, r.id
 		 LIMIT 1`).Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -16,6 +16,12 @@ const (
 	runColumns = "id, job_id, scheduled_at, trigger, catch_up, redrive_of, status, attempt_count, " +
 		"available_at, leased_by, leased_until, started_at, finished_at, last_error, last_status_code, created_at, fire_at"
 	attemptColumns = "run_id, attempt, worker_id, started_at, finished_at, status_code, error, response_body, duration_ms"
+	// scheduleColumns are what planning a job's occurrences reads (see
+	// scanSchedule): the materializer reads thousands of jobs per second
+	// at the top of an hour and needs neither their payloads, headers,
+	// secrets nor labels.
+	scheduleColumns = "id, cron_expr, run_at, timezone, overlap, enabled, next_run_at, created_at, starts_at, ends_at, " +
+		"misfire, starting_deadline_seconds, jitter_seconds, exclude"
 )
 
 // qualified prefixes every column of cols with alias.
@@ -85,6 +91,25 @@ func scanJob(row scanner) (*chronos.Job, error) {
 		return nil, err
 	}
 	return s.job(), nil
+}
+
+// scanSchedule reads a row of scheduleColumns into a job that holds its
+// schedule and policies only.
+func scanSchedule(row scanner) (*chronos.Job, error) {
+	var j chronos.Job
+	if err := row.Scan(&j.ID, &j.CronExpr, &j.RunAt, &j.Timezone, &j.Overlap, &j.Enabled, &j.NextRunAt, &j.CreatedAt,
+		&j.StartsAt, &j.EndsAt, &j.Misfire, &j.StartingDeadlineSeconds, &j.JitterSeconds, &j.Exclude); err != nil {
+		return nil, err
+	}
+	if j.Exclude == nil {
+		j.Exclude = []chronos.DateRange{}
+	}
+	utcPtr(&j.RunAt)
+	utcPtr(&j.NextRunAt)
+	utcPtr(&j.StartsAt)
+	utcPtr(&j.EndsAt)
+	j.CreatedAt = j.CreatedAt.UTC()
+	return &j, nil
 }
 
 func runDest(r *chronos.Run) []any {

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/chronoshq/chronos"
 )
 
 // maxFormBytes limits the body of a console form.
@@ -38,7 +40,9 @@ func (c *Console) page(fn handlerFunc) nethttp.Handler {
 	return c.headers(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		s := c.ensureSession(w, r)
 		if s == nil {
-			if r.URL.Path == Prefix+"events" {
+			// Neither the event stream nor an htmx request can show a
+			// redirected sign-in page: they get a 401.
+			if r.URL.Path == Prefix+"events" || r.Header.Get("HX-Request") == "true" {
 				nethttp.Error(w, "sign in first", nethttp.StatusUnauthorized)
 				return
 			}
@@ -80,7 +84,8 @@ func (c *Console) guarded(needWrite bool, fn handlerFunc) nethttp.Handler {
 			c.fail(w, r, s, nethttp.StatusForbidden, "Your API key ("+s.Name+") has the read role: it may look, not change.")
 			return
 		}
-		fn(w, r, s)
+		// The audit history's "who": the key's name, as the API records it.
+		fn(w, r.WithContext(chronos.WithActor(r.Context(), s.Name)), s)
 	}))
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
@@ -20,9 +21,13 @@ import (
 const hostile = `<script>window.__pwned = "target"</script><img src=x onerror="window.__pwned='img'"><b>bold</b>`
 
 // TestBrowser drives the console in a real Chromium against a real
-// instance (listener, reactor, database): sign in, create a job with the
-// form, watch it fire on the live page, pause it inline, open a dead run
-// and redrive it, and meet a 403 as a read key. Nothing a user or target
+// instance (listener, reactor, database) as a person would: sign in,
+// create a job with the form (a mistyped schedule shows its error as it is
+// typed, the corrected one its next fire times), see its fire times, watch
+// it fire on the live page, find it by name and by label, pause it inline
+// with the keyboard and see the pause in its history, open a dead run and
+// redrive it, redrive another from the dead letters, and meet a 403 as a
+// read key, with no redrive control shown. Nothing a user or target
 // supplied may execute, the page reports no errors, and the pages fit 375
 // px.
 func TestBrowser(t *testing.T) {
@@ -46,14 +51,29 @@ func TestBrowser(t *testing.T) {
 		chromedp.Click(css("main form button[type=submit]")),
 		until(`document.querySelector("h1") && document.querySelector("h1").textContent === "Overview"`, 10*time.Second))
 
-	// Create a job with the form: every second, named like a script.
+	// Another job, for the search to leave out.
+	reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "nightly-report", CronExpr: ptr("0 3 * * *"), TargetURL: tg.URL + "/ok",
+		Labels: map[string]string{"team": "data"}})
+
+	// Create a job with the form: every second, named like a script. The
+	// schedule is checked as it is typed: first a mistake, whose error
+	// names the field, then a valid one, whose next fire times show.
 	name := `<script>window.__pwned = "name"</script>every second`
-	run(t, ctx, "create a job",
+	preview := `document.getElementById("cron-preview").textContent`
+	run(t, ctx, "open the form",
 		chromedp.Navigate(base+"/ui/jobs/new"),
 		chromedp.WaitVisible(css("#name")),
-		chromedp.SendKeys(css("#name"), name),
-		chromedp.SendKeys(css("#cron_expr"), "* * * * * *"),
+		until(preview+`.includes("Type a cron expression")`, 10*time.Second),
 		chromedp.SetValue(css("#timezone"), "Europe/Berlin"),
+		chromedp.SendKeys(css("#name"), name),
+		chromedp.SendKeys(css("#labels"), "team=core env=prod"))
+	run(t, ctx, "type a schedule that does not parse",
+		chromedp.SendKeys(css("#cron_expr"), "61 * * * *"),
+		until(preview+`.includes("This schedule does not work") && `+preview+`.includes("cron_expr")`, 10*time.Second))
+	run(t, ctx, "correct it",
+		chromedp.SendKeys(css("#cron_expr"), strings.Repeat(kb.Backspace, len("61 * * * *"))+"* * * * * *"),
+		until(`document.querySelectorAll("#cron-preview table.fires tbody tr").length === 10 && `+preview+`.includes("In Europe/Berlin")`, 10*time.Second))
+	run(t, ctx, "create the job",
 		chromedp.SendKeys(css("#target_url"), tg.URL+"/ok"),
 		chromedp.Click(css("form.form button.primary")),
 		until(`/^\/ui\/jobs\/\d+$/.test(location.pathname) && document.getElementById("notice").textContent === "Job created."`, 10*time.Second))
@@ -66,8 +86,13 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("job page heading %q, want the name as text %q", h1, name)
 	}
 	j, err := e.in.DB.Job(bg, jobID)
-	if err != nil || j.Timezone != "Europe/Berlin" || j.CronExpr == nil || *j.CronExpr != "* * * * * *" || !j.Enabled {
+	if err != nil || j.Timezone != "Europe/Berlin" || j.CronExpr == nil || *j.CronExpr != "* * * * * *" || !j.Enabled || j.Labels["team"] != "core" {
 		t.Fatalf("the form created %+v, %v", j, err)
+	}
+	// The job page shows its next ten fire times, in Berlin and in UTC.
+	fires := value(t, ctx, "read the fire times", js[[]string](`[...document.querySelectorAll("#fires table.fires tbody tr")].map(tr => tr.children[1].textContent + " | " + tr.children[2].textContent)`))
+	if len(fires) != 10 || !strings.Contains(fires[0], "CE") || !strings.HasSuffix(fires[0], "Z") {
+		t.Errorf("the job page shows the fire times %q, want 10 in Europe/Berlin (CET or CEST) and in UTC", fires)
 	}
 
 	// Watch it fire on the live page, then pause and resume the view.
@@ -83,9 +108,24 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the live page filtered by job %d shows %d events of other jobs", jobID, other)
 	}
 
+	// Find it on the job list by a part of its name, then by a label.
+	row := "#job-" + strconv.FormatInt(jobID, 10)
+	rows := `document.querySelectorAll("table.list tbody tr[id^=job-]")`
+	run(t, ctx, "search by name",
+		chromedp.Navigate(base+"/ui/jobs"),
+		until(rows+`.length === 2`, 10*time.Second),
+		chromedp.SendKeys(css("#q"), "every sec\r"),
+		until(`location.search.includes("q=every") && `+rows+`.length === 1 && document.querySelector("`+row+`") !== null`, 10*time.Second))
+	run(t, ctx, "filter by a label",
+		chromedp.Navigate(base+"/ui/jobs"),
+		chromedp.WaitVisible(css("#label")),
+		chromedp.SendKeys(css("#label"), "team=core\r"),
+		until(`location.search.includes("label=team") && `+rows+`.length === 1 && document.querySelector("`+row+`") !== null`, 10*time.Second),
+		chromedp.Click(css(row+` .labels a.tag[href$="team%3dcore"]`)),
+		until(`document.getElementById("label").value === "team=core" && `+rows+`.length === 1`, 10*time.Second))
+
 	// Pause it inline on the job list (htmx swaps the row), with the
 	// keyboard alone: Tab to the row's Pause button, press Enter.
-	row := "#job-" + strconv.FormatInt(jobID, 10)
 	pause := row + ` button[formaction$="/pause"]`
 	run(t, ctx, "open the job list",
 		chromedp.Navigate(base+"/ui/jobs"),
@@ -104,6 +144,14 @@ func TestBrowser(t *testing.T) {
 		until(`document.querySelector('`+row+` button[formaction$="/resume"]') !== null && document.getElementById("notice").textContent === "Paused."`, 10*time.Second))
 	if j, _ := e.in.DB.Job(bg, jobID); j.Enabled {
 		t.Fatal("the job is still enabled after Pause")
+	}
+	// The job's history shows the pause: who, and enabled before and after.
+	run(t, ctx, "read the history",
+		chromedp.Navigate(base+"/ui/jobs/"+strconv.FormatInt(jobID, 10)),
+		chromedp.WaitVisible(css("#history")))
+	hist := value(t, ctx, "read the history", js[[]string](`[...document.querySelectorAll("#history tbody tr")].map(tr => [...tr.children].slice(1).map(td => td.textContent.trim()).join(" | "))`))
+	if len(hist) != 2 || hist[0] != "ops | pause | enabled: true → false" || !strings.HasPrefix(hist[1], "ops | create |") {
+		t.Errorf("the history shows %q, want a pause by ops (enabled true → false) over the create", hist)
 	}
 
 	// A dead run: its page shows the target's answer as text; redrive it.
@@ -125,8 +173,36 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("after redrive the job's runs are %v (%v), want a redrive of run %d on top", runs, err, dead.ID)
 	}
 
+	// The redrive dies too. On the dead letters, select it (with the
+	// keyboard: Tab to its box, Space) and redrive it.
+	again := reactortest.WaitStatus(t, e.in.DB, runs[0].ID, chronos.StatusDead, 30*time.Second)
+	box := `#run-` + strconv.FormatInt(again.ID, 10) + ` input[type=checkbox]`
+	run(t, ctx, "open the dead letters",
+		chromedp.Navigate(base+"/ui/"),
+		chromedp.Click(css(`header nav a[href="/ui/runs"]`)),
+		until(`document.querySelector("h1").textContent === "Dead letters" && document.querySelector('`+box+`') !== null`, 10*time.Second))
+	for i := 0; ; i++ {
+		if value(t, ctx, "focus", js[bool](`document.activeElement === document.querySelector('`+box+`')`)) {
+			break
+		}
+		if i == 60 {
+			t.Fatal("60 presses of Tab never reached the run's checkbox")
+		}
+		run(t, ctx, "Tab", chromedp.KeyEvent("\t"))
+	}
+	run(t, ctx, "select and redrive",
+		chromedp.KeyEvent(" "),
+		until(`document.querySelector('`+box+`').checked`, 5*time.Second),
+		chromedp.Click(css(`#runs-form button[value=selected]`)),
+		until(`document.getElementById("notice").textContent.startsWith("Redriven 1 dead run")`, 10*time.Second))
+	runs, _, err = e.in.DB.Runs(bg, dj.ID, sql.RunFilter{})
+	if err != nil || len(runs) != 3 || runs[0].RedriveOf == nil || *runs[0].RedriveOf != again.ID {
+		t.Fatalf("after the redrive from the dead letters the job's runs are %v (%v), want a redrive of run %d on top", runs, err, again.ID)
+	}
+
 	// The pages fit a 375 px wide screen (tables scroll in their box).
-	for _, p := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + strconv.FormatInt(jobID, 10), "/ui/runs/" + strconv.FormatInt(dead.ID, 10), "/ui/live", "/ui/jobs/new"} {
+	for _, p := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + strconv.FormatInt(jobID, 10), "/ui/runs/" + strconv.FormatInt(dead.ID, 10), "/ui/live", "/ui/jobs/new",
+		"/ui/runs", "/ui/jobs/" + strconv.FormatInt(jobID, 10) + "/edit"} {
 		run(t, ctx, "375 px: "+p,
 			chromedp.EmulateViewport(375, 800),
 			chromedp.Navigate(base+p),
@@ -169,6 +245,27 @@ func TestBrowser(t *testing.T) {
 		if r.Trigger == chronos.TriggerManual {
 			t.Fatalf("a reader's trigger created run %d (%d runs before, %d after)", r.ID, len(before), len(after))
 		}
+	}
+	// The dead letters: the reader sees them, without a box or a button,
+	// and a redrive forged anyway is refused.
+	run(t, ctx, "open the dead letters as a reader",
+		chromedp.Navigate(base+"/ui/runs"),
+		until(`document.querySelectorAll("table.list tbody tr[id^=run-]").length > 0`, 10*time.Second))
+	controls = value(t, ctx, "count controls", js[int](`document.querySelectorAll("main input[type=checkbox], main button, main a.button").length - document.querySelectorAll("form.filters button").length`))
+	if controls != 0 {
+		t.Errorf("a reader sees %d controls on the dead letters", controls)
+	}
+	run(t, ctx, "post a redrive as a reader",
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := js[bool](`(() => { const f = document.createElement("form"); f.method = "post"; f.action = "/ui/runs/redrive";
+			const add = (n, v) => { const i = document.createElement("input"); i.type = "hidden"; i.name = n; i.value = v; f.appendChild(i) };
+			add("csrf", document.querySelector("input[name=csrf]").value); add("action", "selected"); add("id", "`+strconv.FormatInt(runs[0].ID, 10)+`");
+			document.body.appendChild(f); f.submit(); return true })()`)(ctx, tg)
+			return err
+		}),
+		until(`document.querySelector("h1") && document.querySelector("h1").textContent.startsWith("403")`, 10*time.Second))
+	if n, _, _ := e.in.DB.Runs(bg, dj.ID, sql.RunFilter{}); len(n) != 3 {
+		t.Errorf("a reader's forged redrive: the job has %d runs, want 3", len(n))
 	}
 
 	// Nothing supplied by a user or a target ran, and the pages reported

@@ -52,7 +52,8 @@ type Console struct {
 	static nethttp.Handler
 	mux    *nethttp.ServeMux
 
-	streams streamSlots // open event streams by key
+	streams streamSlots   // open event streams by key
+	fin     finishedCache // the overview's settled minutes
 
 	closing   chan struct{}
 	closeOnce sync.Once

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -113,12 +114,12 @@ func TestReadKeySeesEverythingAndChangesNothing(t *testing.T) {
 	id := strconv.FormatInt(j.ID, 10)
 	c := e.client(t)
 	c.signIn(readKey)
-	for _, p := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + id, "/ui/live"} {
+	for _, p := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + id, "/ui/live", "/ui/runs"} {
 		code, body := c.get(p)
 		if code != http.StatusOK {
 			t.Fatalf("GET %s as a reader: %d", p, code)
 		}
-		for _, control := range []string{"/pause", "/trigger", "/edit", "/delete", "New job", `value="pause"`} {
+		for _, control := range []string{"/pause", "/trigger", "/edit", "/delete", "New job", `value="pause"`, "/redrive", `type="checkbox"`} {
 			if strings.Contains(body, control) {
 				t.Errorf("GET %s shows a reader the control %q", p, control)
 			}
@@ -230,22 +231,35 @@ func TestPagesEscapeWhatUsersAndTargetsSuppliedAndStaySmall(t *testing.T) {
 	})
 	name := `<script>alert("name")</script>`
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: name, CronExpr: ptr("0 3 * * *"), TargetURL: tg.URL + `/"><script>x</script>`,
-		MaxRetries: 0, Headers: map[string]string{"X-A": `"><b>`}})
+		MaxRetries: 0, Headers: map[string]string{"X-A": `"><b>`}, Description: `<script>alert("description")</script>`,
+		Labels: map[string]string{"team": "core"}})
 	run := e.in.Trigger(t, j.ID)
 	reactortest.WaitStatus(t, e.in.DB, run.ID, chronos.StatusDead, 10e9)
+	// The audit history holds HTML too: values before and after, and who
+	// (the console and the API only ever record a key's name, but the
+	// page must not trust that).
+	actor := chronos.WithActor(context.Background(), `<script>alert("actor")</script>`)
+	if _, err := e.in.DB.UpdateJob(actor, j.ID, &chronos.JobUpdate{Name: chronos.Some(`<img src=x onerror=alert("renamed")>`),
+		Payload: chronos.Some(json.RawMessage(`{"html": "<script>alert(\"payload\")</script>"}`))}); err != nil {
+		t.Fatal(err)
+	}
 	c := e.client(t)
 	c.signIn(writeKey)
 	id := strconv.FormatInt(j.ID, 10)
+	hostileQuery := url.QueryEscape(`<script>alert("query")</script>`)
 	for _, p := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + id, "/ui/jobs/" + id + "/edit", "/ui/jobs/" + id + "/delete",
-		"/ui/runs/" + strconv.FormatInt(run.ID, 10), "/ui/live?job_id=" + id, "/ui/jobs/new"} {
+		"/ui/runs/" + strconv.FormatInt(run.ID, 10), "/ui/live?job_id=" + id, "/ui/jobs/new",
+		"/ui/runs", "/ui/runs?status=any&job_id=" + id, "/ui/jobs?q=" + hostileQuery + "&name_prefix=" + hostileQuery,
+		"/ui/schedule/preview?cron_expr=" + hostileQuery + "&timezone=" + hostileQuery,
+		"/ui/jobs?label=" + hostileQuery, "/ui/runs?trigger=" + hostileQuery + "&since=" + hostileQuery} {
 		code, body := c.get(p)
-		if code != http.StatusOK {
+		if code != http.StatusOK && !(code == http.StatusBadRequest && strings.Contains(p, "query")) {
 			t.Fatalf("GET %s: %d", p, code)
 		}
 		if len(body) > maxPageBytes {
 			t.Errorf("GET %s: %d bytes, over %d", p, len(body), maxPageBytes)
 		}
-		for _, raw := range []string{"<script>alert", "<img src=x", `"><b>`, "<script>x"} {
+		for _, raw := range []string{"<script>alert", "<img src=x", `"><b>`, "<script>x", "<script>"} {
 			if strings.Contains(body, raw) {
 				t.Errorf("GET %s has %q unescaped", p, raw)
 			}
@@ -259,7 +273,18 @@ func TestPagesEscapeWhatUsersAndTargetsSuppliedAndStaySmall(t *testing.T) {
 	if _, body := c.get("/ui/jobs"); !strings.Contains(body, `href="/ui/runs/`+strconv.FormatInt(run.ID, 10)+`"><span class="st st-dead">dead</span>`) {
 		t.Error("the job list does not show the dead run as the last outcome")
 	}
-	_, body := c.get("/ui/runs/" + strconv.FormatInt(run.ID, 10))
+	// The history and the dead letters show the supplied strings as text.
+	_, body := c.get("/ui/jobs/" + id)
+	for _, want := range []string{"<td>&lt;script&gt;alert(&#34;actor&#34;)&lt;/script&gt;</td>", "&lt;img src=x onerror=alert(&#34;renamed&#34;)&gt;",
+		"&lt;script&gt;alert(&#34;description&#34;)&lt;/script&gt;"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the job page does not show %q", want)
+		}
+	}
+	if _, body := c.get("/ui/runs"); !strings.Contains(body, ">&lt;img src=x onerror=alert(&#34;renamed&#34;)&gt;</a>") {
+		t.Error("the dead letters do not show the job's name as text")
+	}
+	_, body = c.get("/ui/runs/" + strconv.FormatInt(run.ID, 10))
 	if !strings.Contains(body, "&lt;script&gt;alert(&#34;target&#34;)&lt;/script&gt;") {
 		t.Error("the run page does not show the target's answer as text")
 	}

@@ -18,6 +18,13 @@
 // that change something are not shown to it, and the server answers 403
 // if it sends them anyway.
 //
+// Every page reads through the same sql functions as the API endpoint that
+// shows the same thing (sql.Jobs for the job search, sql.AllRuns and
+// sql.RedriveAll for the dead letters, sql.History for a job's audit
+// history, chronos.Job.Preview for fire times), so the two never disagree;
+// a change made in the console is audited under the API key's name, as
+// through the API.
+//
 // Like package http, ui uses the domain, sql and bus and never the reactor:
 // cmd mounts Console.Handler beside the API's handler.
 package ui

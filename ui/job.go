@@ -13,16 +13,17 @@ const runsPerPage = 50
 
 var runStatuses = []chronos.RunStatus{chronos.StatusPending, chronos.StatusLeased, chronos.StatusRunning, chronos.StatusSucceeded, chronos.StatusDead}
 
-// jobPage is GET /ui/jobs/{id}: the definition and the runs, newest first.
-//
-// The next fire times (previews) and the audit history wait for the sql
-// functions of the scheduling and operators' issues.
+// jobPage is GET /ui/jobs/{id}: the definition, the next fire times (as
+// GET /v1/jobs/{id}/schedule), the runs newest first (?status=, ?cursor=)
+// and the audit history newest first (as GET /v1/jobs/{id}/history,
+// ?hcursor=).
 func (c *Console) jobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
 	id, ok := c.pathID(w, r, s)
 	if !ok {
 		return
 	}
-	j, err := c.db.Job(r.Context(), id)
+	ctx := r.Context()
+	j, err := c.db.Job(ctx, id)
 	if err != nil {
 		c.failErr(w, r, s, err)
 		return
@@ -32,19 +33,34 @@ func (c *Console) jobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *sessi
 	if !f.Status.Valid() {
 		f.Status = ""
 	}
-	runs, next, err := c.db.Runs(r.Context(), id, f)
+	runs, next, err := c.db.Runs(ctx, id, f)
+	if err != nil {
+		c.failErr(w, r, s, err)
+		return
+	}
+	fires, err := c.previewOf(ctx, j)
+	if err != nil {
+		c.failErr(w, r, s, err)
+		return
+	}
+	entries, hnext, err := c.db.History(ctx, id, q.Get("hcursor"), historyPerPage)
 	if err != nil {
 		c.failErr(w, r, s, err)
 		return
 	}
 	red := j.Redacted()
-	d := map[string]any{"Job": red, "Headers": red.Headers, "Runs": runs, "Status": string(f.Status), "Statuses": runStatuses}
+	base := Prefix + "jobs/" + strconv.FormatInt(id, 10)
+	d := map[string]any{"Job": red, "Headers": red.Headers, "Labels": sortedLabels(red.Labels), "Runs": runs,
+		"Status": string(f.Status), "Statuses": runStatuses, "Fires": fires, "History": auditRows(entries)}
 	if next != "" {
 		v := url.Values{"cursor": {next}}
 		if f.Status != "" {
 			v.Set("status", string(f.Status))
 		}
-		d["NextURL"] = Prefix + "jobs/" + strconv.FormatInt(id, 10) + "?" + v.Encode()
+		d["NextURL"] = base + "?" + v.Encode() + "#runs"
+	}
+	if hnext != "" {
+		d["HistoryNextURL"] = base + "?" + url.Values{"hcursor": {hnext}}.Encode() + "#history"
 	}
 	c.render(w, r, s, nethttp.StatusOK, "job", j.Name, d)
 }

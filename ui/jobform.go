@@ -19,7 +19,8 @@ const localLayout = "2006-01-02T15:04:05"
 // jobForm is the create and edit form's fields, as text, so a form that
 // does not validate comes back exactly as it was typed.
 type jobForm struct {
-	Name, Kind, CronExpr, RunAt, Timezone        string
+	Name, Description, Labels                    string
+	Kind, CronExpr, RunAt, Timezone              string
 	Method, TargetURL, Headers, Payload          string
 	TimeoutSeconds, MaxRetries, Backoff, Overlap string
 	BackoffBase, BackoffMax                      string
@@ -39,7 +40,11 @@ func defaultForm() jobForm {
 // stored one.
 func formOf(j *chronos.Job) jobForm {
 	j = j.Redacted()
-	f := jobForm{Name: j.Name, Kind: "cron", Timezone: j.Timezone, Method: j.Method, TargetURL: j.TargetURL,
+	terms := make([]string, 0, len(j.Labels))
+	for _, l := range sortedLabels(j.Labels) {
+		terms = append(terms, l.String())
+	}
+	f := jobForm{Name: j.Name, Description: j.Description, Labels: strings.Join(terms, " "), Kind: "cron", Timezone: j.Timezone, Method: j.Method, TargetURL: j.TargetURL,
 		TimeoutSeconds: strconv.Itoa(j.TimeoutSeconds), MaxRetries: strconv.Itoa(j.MaxRetries),
 		Backoff: string(j.Backoff), Overlap: string(j.Overlap), Enabled: j.Enabled,
 		BackoffBase: strconv.FormatFloat(j.BackoffBaseSeconds, 'f', -1, 64),
@@ -70,7 +75,7 @@ func formOf(j *chronos.Job) jobForm {
 // parseForm reads the posted fields.
 func parseForm(v url.Values) jobForm {
 	g := func(k string) string { return strings.TrimSpace(v.Get(k)) }
-	return jobForm{Name: g("name"), Kind: g("kind"), CronExpr: g("cron_expr"), RunAt: g("run_at"), Timezone: g("timezone"),
+	return jobForm{Name: g("name"), Description: g("description"), Labels: g("labels"), Kind: g("kind"), CronExpr: g("cron_expr"), RunAt: g("run_at"), Timezone: g("timezone"),
 		Method: g("method"), TargetURL: g("target_url"), Headers: v.Get("headers"), Payload: g("payload"),
 		TimeoutSeconds: g("timeout_seconds"), MaxRetries: g("max_retries"), Backoff: g("backoff"), Overlap: g("overlap"),
 		BackoffBase: g("backoff_base_seconds"), BackoffMax: g("backoff_max_seconds"), Enabled: v.Get("enabled") == "true"}
@@ -82,12 +87,13 @@ func parseForm(v url.Values) jobForm {
 func (f jobForm) update(create bool) (*chronos.JobUpdate, error) {
 	bad := map[string]string{}
 	u := &chronos.JobUpdate{
-		Name:      chronos.Some(f.Name),
-		Timezone:  chronos.Some(cmpOr(f.Timezone, "UTC")),
-		Method:    chronos.Some(f.Method),
-		TargetURL: chronos.Some(f.TargetURL),
-		Backoff:   chronos.Some(chronos.BackoffStrategy(f.Backoff)),
-		Overlap:   chronos.Some(chronos.OverlapPolicy(f.Overlap)),
+		Name:        chronos.Some(f.Name),
+		Description: chronos.Some(f.Description),
+		Timezone:    chronos.Some(cmpOr(f.Timezone, "UTC")),
+		Method:      chronos.Some(f.Method),
+		TargetURL:   chronos.Some(f.TargetURL),
+		Backoff:     chronos.Some(chronos.BackoffStrategy(f.Backoff)),
+		Overlap:     chronos.Some(chronos.OverlapPolicy(f.Overlap)),
 	}
 	if create {
 		u.Enabled = chronos.Some(f.Enabled)
@@ -127,6 +133,18 @@ func (f jobForm) update(create bool) (*chronos.JobUpdate, error) {
 		headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}
 	u.Headers = chronos.Some(headers)
+	// Labels as the search takes them: key=value terms apart by spaces or
+	// commas (neither can be part of a label).
+	labels := map[string]string{}
+	if terms := strings.FieldsFunc(f.Labels, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }); len(terms) > 0 {
+		sel, err := chronos.ParseSelector("labels", terms)
+		if err != nil {
+			bad["labels"] = fieldMessage(err, "labels")
+		} else {
+			labels = sel
+		}
+	}
+	u.Labels = chronos.Some(labels)
 	if f.Payload == "" {
 		u.Payload = chronos.Opt[json.RawMessage]{Set: true, Null: true}
 	} else if !json.Valid([]byte(f.Payload)) {
@@ -190,11 +208,20 @@ func fieldErrors(err error) (shown map[string]string, other map[string]string) {
 	}
 	for k, v := range e.Fields {
 		switch k {
-		case "name", "cron_expr", "run_at", "timezone", "target_url", "headers", "payload":
+		case "name", "description", "labels", "cron_expr", "run_at", "timezone", "target_url", "headers", "payload":
 			shown[k] = v
 		default:
 			other[k] = v
 		}
 	}
 	return shown, other
+}
+
+// fieldMessage is what an EINVALID says about one field.
+func fieldMessage(err error, field string) string {
+	var e *chronos.Error
+	if errors.As(err, &e) && e.Fields[field] != "" {
+		return e.Fields[field]
+	}
+	return chronos.ErrorMessage(err)
 }

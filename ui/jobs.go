@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/sql"
 )
 
 // Job list paging: a console page shows fewer jobs than the API's maximum
@@ -23,29 +22,32 @@ const (
 // jobRow is one row of the job list.
 type jobRow struct {
 	J      *chronos.Job
+	Labels []label
 	Recent []*chronos.Run
 	Now    time.Time
 	S      *session
 }
 
-// jobsPage is GET /ui/jobs: a page of jobs, filtered by enabled.
-//
-// Search by name and filters by label wait for the sql functions of the
-// operators' issue (name_prefix, q, label); the form grows a field then.
+// jobsPage is GET /ui/jobs: a page of jobs in id order, searched and
+// filtered as GET /v1/jobs is (sql.Jobs): ?name_prefix=, ?q=, ?label=
+// (key=value terms) and ?enabled=.
 func (c *Console) jobsPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
 	q := r.URL.Query()
-	f := sql.JobFilter{Cursor: q.Get("cursor"), Limit: jobsPerPage}
-	enabled := q.Get("enabled")
-	switch enabled {
-	case "true", "false":
-		v := enabled == "true"
-		f.Enabled = &v
-	default:
-		enabled = ""
+	f, err := parseJobSearch(q)
+	d := map[string]any{"F": f, "Back": r.URL.RequestURI()}
+	var jobs []*chronos.Job
+	var next string
+	if err == nil {
+		f.Filter.Cursor, f.Filter.Limit = q.Get("cursor"), jobsPerPage
+		jobs, next, err = c.db.Jobs(r.Context(), f.Filter)
 	}
-	jobs, next, err := c.db.Jobs(r.Context(), f)
 	if err != nil {
-		c.failErr(w, r, s, err)
+		if statusOf(err) != nethttp.StatusBadRequest {
+			c.failErr(w, r, s, err)
+			return
+		}
+		d["Problems"] = problems(err)
+		c.render(w, r, s, nethttp.StatusBadRequest, "jobs", "Jobs", d)
 		return
 	}
 	rows, err := c.rows(r.Context(), jobs, s)
@@ -53,12 +55,10 @@ func (c *Console) jobsPage(w nethttp.ResponseWriter, r *nethttp.Request, s *sess
 		c.failErr(w, r, s, err)
 		return
 	}
-	d := map[string]any{"Rows": rows, "Enabled": enabled, "Back": r.URL.RequestURI()}
+	d["Rows"] = rows
 	if next != "" {
-		v := url.Values{"cursor": {next}}
-		if enabled != "" {
-			v.Set("enabled", enabled)
-		}
+		v := f.Values()
+		v.Set("cursor", next)
 		d["NextURL"] = jobsListPath + "?" + v.Encode()
 	}
 	c.render(w, r, s, nethttp.StatusOK, "jobs", "Jobs", d)
@@ -77,7 +77,7 @@ func (c *Console) rows(ctx context.Context, jobs []*chronos.Job, s *session) ([]
 	now := time.Now()
 	out := make([]jobRow, len(jobs))
 	for i, j := range jobs {
-		out[i] = jobRow{J: j.Redacted(), Recent: recent[j.ID], Now: now, S: s}
+		out[i] = jobRow{J: j.Redacted(), Labels: sortedLabels(j.Labels), Recent: recent[j.ID], Now: now, S: s}
 	}
 	return out, nil
 }

@@ -2,13 +2,18 @@ package ui
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"html"
 	"html/template"
 	"io/fs"
 	"math"
 	nethttp "net/http"
 	"path"
+	"sort"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -113,7 +118,31 @@ var flashes = map[string]string{
 	"redriven":  "Redriven: a new run is on its way.",
 }
 
-func flashOf(r *nethttp.Request) string { return flashes[r.URL.Query().Get("done")] }
+func flashOf(r *nethttp.Request) string {
+	q := r.URL.Query()
+	if q.Get("done") == "redrove" {
+		return redroveFlash(q)
+	}
+	return flashes[q.Get("done")]
+}
+
+// problems lists an EINVALID's fields as "field: problem", sorted, or its
+// message when it names none.
+func problems(err error) []string {
+	var e *chronos.Error
+	if !errors.As(err, &e) {
+		return []string{chronos.ErrorMessage(err)}
+	}
+	if len(e.Fields) == 0 {
+		return []string{e.Message}
+	}
+	out := make([]string, 0, len(e.Fields))
+	for k, v := range e.Fields {
+		out = append(out, k+": "+v)
+	}
+	sort.Strings(out)
+	return out
+}
 
 var funcs = template.FuncMap{
 	"rel":    relTime,
@@ -147,9 +176,42 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatInt(*p, 10) + " ms"
 	},
-	"dur": func(d time.Duration) string { return roundDur(d) },
-	"seq": func(n int) []int { return make([]int, n) },
-	"add": func(a, b int) int { return a + b },
+	"dur":   func(d time.Duration) string { return roundDur(d) },
+	"seq":   func(n int) []int { return make([]int, n) },
+	"add":   func(a, b int) int { return a + b },
+	"strip": strip,
+}
+
+// strip is a job's recent outcomes, newest first: a dot linking to each
+// run. It is built here, not in a template, because the job list holds
+// ten a row and html/template's reflection would cost more than the rest
+// of the page; every value in it is an integer or escaped.
+func strip(runs []*chronos.Run) template.HTML {
+	var b strings.Builder
+	b.WriteString(`<span class="strip" aria-label="recent outcomes, newest first">`)
+	for _, r := range runs {
+		id, st := strconv.FormatInt(r.ID, 10), html.EscapeString(string(r.Status))
+		b.WriteString(`<a class="dot st-` + st + `" href="/ui/runs/` + id + `" title="run ` + id + `: ` + st + `"></a>`)
+	}
+	b.WriteString(`</span>`)
+	return template.HTML(b.String())
+}
+
+// zoneCache holds the time zones pages show times in: time.LoadLocation
+// reads the zone file on every call. Only valid names are stored, so it is
+// bounded by the zone database.
+var zoneCache sync.Map // name → *time.Location
+
+func zoneOf(name string) *time.Location {
+	if l, ok := zoneCache.Load(name); ok {
+		return l.(*time.Location)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return time.UTC
+	}
+	zoneCache.Store(name, loc)
+	return loc
 }
 
 // relTime says when t is from now, in the largest unit that fits: "in 3m",
@@ -202,9 +264,5 @@ func inZone(t any, zone string) string {
 	default:
 		return "–"
 	}
-	loc, err := time.LoadLocation(zone)
-	if err != nil {
-		loc = time.UTC
-	}
-	return tt.In(loc).Format("2006-01-02 15:04:05 MST")
+	return tt.In(zoneOf(zone)).Format("2006-01-02 15:04:05 MST")
 }

@@ -18,7 +18,9 @@ func (c *Console) routes() *nethttp.ServeMux {
 	m.Handle("GET "+Prefix+"jobs/{id}", c.page(c.jobPage))
 	m.Handle("GET "+Prefix+"jobs/{id}/edit", c.page(c.editJobPage))
 	m.Handle("GET "+Prefix+"jobs/{id}/delete", c.page(c.deleteJobPage))
+	m.Handle("GET "+Prefix+"runs", c.page(c.runsPage))
 	m.Handle("GET "+Prefix+"runs/{id}", c.page(c.runPage))
+	m.Handle("GET "+Prefix+"schedule/preview", c.page(c.schedulePreview))
 	m.Handle("GET "+Prefix+"live", c.page(c.livePage))
 	m.Handle("GET "+Prefix+"events", c.page(c.events))
 
@@ -29,6 +31,7 @@ func (c *Console) routes() *nethttp.ServeMux {
 	m.Handle("POST "+Prefix+"jobs/{id}/resume", c.action(c.resumeJob))
 	m.Handle("POST "+Prefix+"jobs/{id}/trigger", c.action(c.triggerJob))
 	m.Handle("POST "+Prefix+"jobs/{id}/delete", c.action(c.deleteJob))
+	m.Handle("POST "+Prefix+"runs/redrive", c.action(c.redriveRuns))
 	m.Handle("POST "+Prefix+"runs/{id}/redrive", c.action(c.redriveRun))
 
 	m.Handle(Prefix, c.page(func(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {

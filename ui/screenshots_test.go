@@ -38,17 +38,26 @@ func TestScreenshots(t *testing.T) {
 		}
 		w.Write([]byte(`{"ok": true}`))
 	})
-	mk := func(name, cron, zone, path string, retries int, enabled bool) *chronos.Job {
+	mk := func(name, cron, zone, path string, retries int, team, env string) *chronos.Job {
 		j := &chronos.Job{Name: name, CronExpr: ptr(cron), Timezone: zone, TargetURL: tg.URL + path, MaxRetries: retries,
-			BackoffBaseSeconds: 0.05, BackoffMaxSeconds: 0.1, Headers: map[string]string{"X-Team": "platform"}, Payload: []byte(`{"report": "daily"}`)}
+			BackoffBaseSeconds: 0.05, BackoffMaxSeconds: 0.1, Headers: map[string]string{"X-Team": "platform"}, Payload: []byte(`{"report": "daily"}`),
+			Labels: map[string]string{"team": team, "env": env}}
 		return reactortest.CreateJob(t, e.in.DB, j)
 	}
-	report := mk("nightly-report", "0 3 * * *", "Europe/Berlin", "/hooks/report", 3, true)
-	billing := mk("billing-sync", "*/5 * * * *", "America/New_York", "/hooks/billing", 5, true)
-	flaky := mk("flaky-partner-webhook", "*/15 * * * *", "UTC", "/hooks/flaky", 1, true)
-	mk("cache-warmup", "@hourly", "Asia/Tokyo", "/hooks/cache", 3, true)
-	paused := mk("quarterly-audit", "0 9 1 */3 *", "Europe/London", "/hooks/audit", 3, true)
-	if _, err := e.in.DB.UpdateJob(t.Context(), paused.ID, &chronos.JobUpdate{Enabled: chronos.Some(false)}); err != nil {
+	report := mk("nightly-report", "0 3 * * *", "Europe/Berlin", "/hooks/report", 3, "data", "prod")
+	billing := mk("billing-sync", "*/5 * * * *", "America/New_York", "/hooks/billing", 5, "payments", "prod")
+	flaky := mk("flaky-partner-webhook", "*/15 * * * *", "UTC", "/hooks/flaky", 1, "partners", "prod")
+	mk("cache-warmup", "@hourly", "Asia/Tokyo", "/hooks/cache", 3, "platform", "staging")
+	paused := mk("quarterly-audit", "0 9 1 */3 *", "Europe/London", "/hooks/audit", 3, "finance", "prod")
+	// A history to show: the report's schedule moved, a pause and a resume.
+	oncall := chronos.WithActor(t.Context(), "oncall")
+	for _, u := range []*chronos.JobUpdate{{CronExpr: chronos.Some("30 3 * * *"), Description: chronos.Some("Mails yesterday's figures to the board")},
+		{Enabled: chronos.Some(false)}, {Enabled: chronos.Some(true)}} {
+		if _, err := e.in.DB.UpdateJob(oncall, report.ID, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.in.DB.UpdateJob(oncall, paused.ID, &chronos.JobUpdate{Enabled: chronos.Some(false)}); err != nil {
 		t.Fatal(err)
 	}
 	var last, dead *chronos.Run
@@ -66,8 +75,9 @@ func TestScreenshots(t *testing.T) {
 		{"overview", "/ui/", "svg.chart"},
 		{"jobs", "/ui/jobs", "table.list"},
 		{"job", "/ui/jobs/" + strconv.FormatInt(report.ID, 10), "table.list"},
-		{"job-form", "/ui/jobs/" + strconv.FormatInt(billing.ID, 10) + "/edit", "form.form"},
+		{"job-form", "/ui/jobs/" + strconv.FormatInt(billing.ID, 10) + "/edit", "#cron-preview table.fires"},
 		{"run", "/ui/runs/" + strconv.FormatInt(dead.ID, 10), "pre.body"},
+		{"dead-letters", "/ui/runs", "table.list"},
 		{"live", "/ui/live", "#live-body tr.ev"},
 	}
 	for _, dark := range []bool{false, true} {

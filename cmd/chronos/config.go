@@ -29,6 +29,7 @@ type serveConfig struct {
 	TLSKeyFile             string
 	MetricsAddr            string // "": /metrics on HTTP_ADDR
 	WorkerConcurrency      int
+	ReactorSyncCommit      bool // false: the reactor's own pool has synchronous_commit=off
 	IdlePollInterval       time.Duration
 	LeaseDuration          time.Duration
 	LeaderPollInterval     time.Duration
@@ -123,6 +124,18 @@ var serveVars = []envVar{
 				return badValue("must be a positive integer")
 			}
 			c.WorkerConcurrency = n
+			return nil
+		}},
+	{"REACTOR_SYNCHRONOUS_COMMIT", "off", "off gives the reactor (claims, starts, completions, reaper) a pool of its own with synchronous_commit=off (the materializer's runs and the API's writes stay synchronous); on puts the reactor on the API's synchronous pool",
+		func(c *serveConfig, v string) error {
+			switch strings.ToLower(v) {
+			case "on":
+				c.ReactorSyncCommit = true
+			case "off":
+				c.ReactorSyncCommit = false
+			default:
+				return badValue("must be on or off")
+			}
 			return nil
 		}},
 	{"IDLE_POLL_INTERVAL", "3s", "fallback poll for due runs when no notification arrives",

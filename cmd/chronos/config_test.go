@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 const goodDSN = "postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable"
@@ -22,6 +24,7 @@ func TestLoadServeConfigDefaults(t *testing.T) {
 		DatabaseConnectTimeout: 10 * time.Second,
 		HTTPAddr:               ":8080",
 		WorkerConcurrency:      32,
+		ReactorSyncCommit:      false,
 		IdlePollInterval:       3 * time.Second,
 		LeaseDuration:          30 * time.Second,
 		LeaderPollInterval:     time.Second,
@@ -94,6 +97,7 @@ func TestLoadServeConfigValues(t *testing.T) {
 		TLSKeyFile:             "/etc/chronos/tls.key",
 		MetricsAddr:            "127.0.0.1:9090",
 		WorkerConcurrency:      5,
+		ReactorSyncCommit:      false,
 		IdlePollInterval:       time.Minute,
 		LeaseDuration:          10 * time.Second,
 		LeaderPollInterval:     250 * time.Millisecond,
@@ -132,6 +136,8 @@ func TestLoadServeConfigErrors(t *testing.T) {
 		{"WORKER_CONCURRENCY", "abc", `invalid WORKER_CONCURRENCY "abc": must be a positive integer`},
 		{"WORKER_CONCURRENCY", "0", `invalid WORKER_CONCURRENCY "0": must be a positive integer`},
 		{"WORKER_CONCURRENCY", "-3", `invalid WORKER_CONCURRENCY "-3": must be a positive integer`},
+		{"REACTOR_SYNCHRONOUS_COMMIT", "false", `invalid REACTOR_SYNCHRONOUS_COMMIT "false": must be on or off`},
+		{"REACTOR_SYNCHRONOUS_COMMIT", "local", `invalid REACTOR_SYNCHRONOUS_COMMIT "local": must be on or off`},
 		{"IDLE_POLL_INTERVAL", "3", `invalid IDLE_POLL_INTERVAL "3": must be a positive duration such as 500ms, 3s, 1m or 168h`},
 		{"LEASE_DURATION", "-1s", `invalid LEASE_DURATION "-1s": must be a positive duration such as 500ms, 3s, 1m or 168h`},
 		{"LEADER_POLL_INTERVAL", "0s", `invalid LEADER_POLL_INTERVAL "0s": must be a positive duration such as 500ms, 3s, 1m or 168h`},
@@ -224,4 +230,48 @@ func TestLoadServeConfigErrors(t *testing.T) {
 
 func mapEnv(m map[string]string) func(string) string {
 	return func(k string) string { return m[k] }
+}
+
+func TestReactorSynchronousCommit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		value string
+		want  bool
+	}{{"", false}, {"on", true}, {" On ", true}, {"off", false}, {"OFF", false}} {
+		c, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": "k1", "REACTOR_SYNCHRONOUS_COMMIT": tc.value}))
+		if err != nil {
+			t.Errorf("REACTOR_SYNCHRONOUS_COMMIT=%q: %v", tc.value, err)
+			continue
+		}
+		if c.ReactorSyncCommit != tc.want {
+			t.Errorf("REACTOR_SYNCHRONOUS_COMMIT=%q: ReactorSyncCommit = %v, want %v", tc.value, c.ReactorSyncCommit, tc.want)
+		}
+	}
+}
+
+// TestWithRuntimeParam: the reactor's DSN is DATABASE_URL plus
+// synchronous_commit=off, in either DSN form, and pgx sends it to the
+// server at connection start.
+func TestWithRuntimeParam(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ dsn, want string }{
+		{"postgres://u:p@h:5432/db", "postgres://u:p@h:5432/db?synchronous_commit=off"},
+		{"postgresql://u@h/db?sslmode=disable&pool_max_conns=4", "postgresql://u@h/db?pool_max_conns=4&sslmode=disable&synchronous_commit=off"},
+		{"postgres://u@h/db?synchronous_commit=on", "postgres://u@h/db?synchronous_commit=off"},
+		{"host=h dbname=db", "host=h dbname=db synchronous_commit=off"},
+		{"host=h dbname=db synchronous_commit=on", "host=h dbname=db synchronous_commit=on synchronous_commit=off"},
+	} {
+		got := withRuntimeParam(tc.dsn, "synchronous_commit", "off")
+		if got != tc.want {
+			t.Errorf("withRuntimeParam(%q) = %q, want %q", tc.dsn, got, tc.want)
+		}
+		cfg, err := pgxpool.ParseConfig(got)
+		if err != nil {
+			t.Errorf("%q: %v", got, err)
+			continue
+		}
+		if v := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; v != "off" {
+			t.Errorf("%q: pgx sends synchronous_commit=%q, want off", got, v)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	nethttp "net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -110,6 +111,13 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		return err
 	}
 	defer db.Close()
+	rdb, err := reactorPool(ctx, cfg, db, clog)
+	if err != nil {
+		return err
+	}
+	if rdb != db {
+		defer rdb.Close()
+	}
 
 	if cfg.MigrateOnStart {
 		if err := sql.Migrate(ctx, cfg.DatabaseURL); err != nil {
@@ -136,7 +144,7 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		AllowedTargetNetworks: cfg.AllowedTargetNetworks,
 		ClockSkew:             cfg.ClockSkew,
 		Alerts:                reactor.AlertConfig{Webhook: cfg.DeadLetterWebhook},
-	}, db, b, log)
+	}, rdb, b, log)
 	api := chttp.NewServer(httpCfg, db, b, probe{lst, r}, log)
 	console := ui.New(ui.Config{Instance: cfg.InstanceID, APIKeys: httpCfg.APIKeys, AuthDisabled: httpCfg.AuthDisabled,
 		SessionSecret: cfg.ConsoleSessionSecret, TargetPolicy: httpCfg.TargetPolicy}, db, b, log)
@@ -183,7 +191,7 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		clog.Info("metrics served apart", "metrics_addr", metricsLn.Addr().String())
 	}
 	clog.Info("chronos started", "addr", ln.Addr().String(), "tls", certs != nil, "version", version,
-		"worker_concurrency", cfg.WorkerConcurrency, "auth_disabled", cfg.AuthDisabled,
+		"worker_concurrency", cfg.WorkerConcurrency, "reactor_synchronous_commit", onOff(cfg.ReactorSyncCommit), "auth_disabled", cfg.AuthDisabled,
 		"allow_private_targets", cfg.AllowPrivateTargets, "allowed_target_networks", fmt.Sprint(cfg.AllowedTargetNetworks), "signing", cfg.SigningSecret != "",
 		"dead_letter_webhook", cfg.DeadLetterWebhook != "")
 
@@ -216,9 +224,15 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 // for up to DATABASE_CONNECT_TIMEOUT (compose starts chronos and Postgres
 // together; a database that is still booting is not an error yet).
 func connectDB(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*sql.DB, error) {
+	return connectDSN(ctx, cfg, cfg.DatabaseURL, log)
+}
+
+// connectDSN is connectDB on dsn: DATABASE_URL, or the reactor's variant
+// of it.
+func connectDSN(ctx context.Context, cfg *serveConfig, dsn string, log *slog.Logger) (*sql.DB, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.DatabaseConnectTimeout)
 	defer cancel()
-	db, err := sql.Open(ctx, cfg.DatabaseURL, cfg.InstanceID)
+	db, err := sql.Open(ctx, dsn, cfg.InstanceID)
 	if err != nil {
 		return nil, fmt.Errorf("invalid DATABASE_URL: %w", err)
 	}
@@ -250,6 +264,62 @@ func connectDB(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*sql.DB
 		}
 		delay = min(2*delay, 2*time.Second)
 	}
+}
+
+// reactorPool returns the pool the reactor writes on: db itself with
+// REACTOR_SYNCHRONOUS_COMMIT=on, else a second pool on DATABASE_URL with
+// synchronous_commit=off. Its commits (claims, starts, completions,
+// materialized runs, reaped leases) then return before the WAL reaches
+// the disk; the API keeps db, so what it acknowledges (jobs created,
+// triggers, redrives) is durable, and each such commit also makes the
+// reactor's earlier commits durable. The second pool is sized like the
+// first (pool_max_conns, or sql.Open's default): the reactor is the pool's
+// main user under load, and halving it would slow the very writes this
+// setting speeds up; idle connections close after a minute, so an
+// instance holds about twice the connections only while both the API and
+// the workers are busy.
+func reactorPool(ctx context.Context, cfg *serveConfig, db *sql.DB, log *slog.Logger) (*sql.DB, error) {
+	if cfg.ReactorSyncCommit {
+		return db, nil
+	}
+	rdb, err := connectDSN(ctx, cfg, withRuntimeParam(cfg.DatabaseURL, "synchronous_commit", "off"), log)
+	if err != nil {
+		return nil, fmt.Errorf("reactor pool (REACTOR_SYNCHRONOUS_COMMIT=off): %w", err)
+	}
+	// A pooler that drops startup parameters would leave it on: safe,
+	// only slower, but the operator should know.
+	var got string
+	if err := rdb.Pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&got); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("reactor pool (REACTOR_SYNCHRONOUS_COMMIT=off): read synchronous_commit: %w", err)
+	}
+	if got != "off" {
+		log.Warn("REACTOR_SYNCHRONOUS_COMMIT=off, but the server keeps the reactor's sessions synchronous (a pooler dropping startup parameters?)", "synchronous_commit", got)
+	}
+	return rdb, nil
+}
+
+// withRuntimeParam sets a server parameter (sent at connection start) in
+// a DSN, URL or keyword/value form, replacing one the DSN already sets.
+func withRuntimeParam(dsn, name, value string) string {
+	if scheme, _, ok := strings.Cut(dsn, "://"); ok && (scheme == "postgres" || scheme == "postgresql") {
+		if u, err := url.Parse(dsn); err == nil {
+			q := u.Query()
+			q.Set(name, value)
+			u.RawQuery = q.Encode()
+			return u.String()
+		}
+	}
+	// Keyword/value: the last of a repeated keyword wins.
+	return dsn + " " + name + "=" + value
+}
+
+// onOff names a synchronous_commit setting as Postgres does.
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // permanentConnectError says why err will not go away by retrying (a

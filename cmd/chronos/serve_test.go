@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	nethttp "net/http"
 	"regexp"
 	"strings"
@@ -119,6 +120,8 @@ func TestServeBadConfigStopsStartup(t *testing.T) {
 		{"unreachable DATABASE_URL", []string{"DATABASE_URL=postgres://chronos:hunter2@127.0.0.1:1/chronos?sslmode=disable", "DATABASE_CONNECT_TIMEOUT=1s"}, 1,
 			`(?m)^chronos: cannot reach DATABASE_URL within 1s \(DATABASE_CONNECT_TIMEOUT\): .*127\.0\.0\.1`},
 		{"no API keys", []string{"DATABASE_URL=" + goodDSN, "API_KEYS="}, 2, `(?m)^chronos: API_KEYS is empty`},
+		{"bad REACTOR_SYNCHRONOUS_COMMIT", []string{"DATABASE_URL=" + goodDSN, "REACTOR_SYNCHRONOUS_COMMIT=async"}, 2,
+			`(?m)^chronos: invalid REACTOR_SYNCHRONOUS_COMMIT "async": must be on or off$`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -145,6 +148,66 @@ func TestServeBadConfigStopsStartup(t *testing.T) {
 }
 
 // waitReady polls /readyz until the instance is ready.
+// TestReactorPool: REACTOR_SYNCHRONOUS_COMMIT=off gives the reactor a pool
+// of its own whose sessions have synchronous_commit=off, and leaves the
+// API's pool as DATABASE_URL has it; on shares the API's pool.
+func TestReactorPool(t *testing.T) {
+	t.Parallel()
+	// The API's sessions ask for on, whatever the test server's default
+	// (a throwaway test cluster runs with off): the reactor's must still
+	// get off.
+	dsn := withRuntimeParam(sqltest.NewURL(t), "synchronous_commit", "on")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	show := func(db *sql.DB) string {
+		t.Helper()
+		var v string
+		if err := db.Pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	plain, err := sql.Open(ctx, dsn, "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	apiWant := show(plain)
+	if apiWant != "on" {
+		t.Fatalf("a session on %s has synchronous_commit=%s", dsn, apiWant)
+	}
+
+	for _, mode := range []string{"on", "off"} {
+		cfg, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": dsn, "API_KEYS": "k", "INSTANCE_ID": "pool-" + mode, "REACTOR_SYNCHRONOUS_COMMIT": mode}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := connectDB(ctx, cfg, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdb, err := reactorPool(ctx, cfg, db, log)
+		if err != nil {
+			db.Close()
+			t.Fatal(err)
+		}
+		if shared := rdb == db; shared != (mode == "on") {
+			t.Errorf("REACTOR_SYNCHRONOUS_COMMIT=%s: reactor shares the API's pool: %v", mode, shared)
+		}
+		if got := show(db); got != apiWant {
+			t.Errorf("REACTOR_SYNCHRONOUS_COMMIT=%s: the API's pool has synchronous_commit=%s, want DATABASE_URL's %s", mode, got, apiWant)
+		}
+		if want := map[string]string{"on": apiWant, "off": "off"}[mode]; show(rdb) != want {
+			t.Errorf("REACTOR_SYNCHRONOUS_COMMIT=%s: the reactor's pool has synchronous_commit=%s, want %s", mode, show(rdb), want)
+		}
+		if rdb != db {
+			rdb.Close()
+		}
+		db.Close()
+	}
+}
+
 func waitReady(t *testing.T, base string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)

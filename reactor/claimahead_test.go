@@ -1,0 +1,83 @@
+package reactor
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/reactor/reactortest"
+	"github.com/chronoshq/chronos/sql/sqltest"
+)
+
+// Runs claimed ahead of their instant (ClaimAhead, here far wider than the
+// default so that every run is) are delivered at it, never before: each
+// request arrives at or after its X-Chronos-Scheduled-At, by the one
+// machine clock the database and the target share.
+func TestClaimedAheadIsSentAtItsInstant(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+	var (
+		mu    sync.Mutex
+		early []string
+		hits  = map[string]time.Time{}
+	)
+	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now()
+		sched, err := time.Parse(time.RFC3339Nano, r.Header.Get("X-Chronos-Scheduled-At"))
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil || at.Before(sched) {
+			early = append(early, r.Header.Get("X-Chronos-Run-Id")+" at "+at.Format(time.RFC3339Nano)+
+				" scheduled "+r.Header.Get("X-Chronos-Scheduled-At"))
+		}
+		hits[r.Header.Get("X-Chronos-Run-Id")] = at
+		w.WriteHeader(http.StatusNoContent)
+	})
+	in := startReactor(t, dsn, Config{ClaimAhead: 300 * time.Millisecond})
+	runAt := time.Now().Add(1500 * time.Millisecond).UTC()
+	const n = 20
+	for i := range n {
+		j := &chronos.Job{Name: fmt.Sprintf("ahead-%d", i), RunAt: &runAt, TargetURL: tg.URL, Enabled: true}
+		reactortest.CreateJob(t, in.db, j)
+	}
+	reactortest.Eventually(t, 30*time.Second, "every run delivered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(hits) == n
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(early) > 0 {
+		t.Fatalf("delivered before their instant: %v", early)
+	}
+}
+
+// A run claimed ahead and still waiting for its instant when the shutdown
+// grace runs out was never sent: it goes back to pending with its attempt
+// uncounted, and nothing is left leased.
+func TestShutdownReleasesRunsWaitingForTheirInstant(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+	tg := newTarget(t, nil)
+	in := startReactor(t, dsn, Config{Lookahead: 6 * time.Second, ClaimAhead: 6 * time.Second,
+		ShutdownTimeout: 100 * time.Millisecond})
+	runAt := time.Now().Add(5 * time.Second).UTC()
+	j := reactortest.CreateJob(t, in.db, &chronos.Job{Name: "waits", RunAt: &runAt, TargetURL: tg.URL, Enabled: true})
+	var runID int64
+	reactortest.Eventually(t, 10*time.Second, "the run claimed ahead", func() bool {
+		return in.db.Pool.QueryRow(t.Context(), "SELECT id FROM job_runs WHERE job_id = $1 AND status = 'leased'",
+			j.ID).Scan(&runID) == nil
+	})
+	if err := in.stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := tg.Hits.Load(); n != 0 || time.Now().After(runAt) {
+		t.Fatalf("the target got %d requests; shutdown ended %v after the run's instant", n, time.Since(runAt))
+	}
+	if r := reactortest.RunOf(t, in.db, runID); r.Status != chronos.StatusPending || r.AttemptCount != 0 || r.LeasedBy != nil {
+		t.Fatalf("unsent run after shutdown: %+v, want pending with no attempt counted", r)
+	}
+}

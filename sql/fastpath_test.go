@@ -1,0 +1,135 @@
+package sql_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/sql/sqltest"
+)
+
+// The claim walks job_runs_claimable_idx in claim order and stops after n
+// rows, however many runs are due and however they spread over jobs: a
+// plan that sorts every due run costs tens of milliseconds per claim at
+// 40,000 due runs, and the planner picked one when the job's conditions
+// were a join.
+func TestClaimWalksTheClaimableIndex(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	one := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	insertPending(t, db, one.ID, 20000)
+	// And many one-shot jobs with one run each, as a burst has.
+	if _, err := db.Pool.Exec(ctx, `
+		WITH j AS (
+			INSERT INTO jobs (name, run_at, target_url)
+			SELECT 'burst-' || g, now() + interval '1 year', 'http://127.0.0.1:9/' FROM generate_series(1, 5000) g
+			RETURNING id)
+		INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		SELECT id, now(), 'manual', now() - interval '1 second' FROM j`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, "ANALYZE jobs, job_runs"); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 32, 100} {
+		plan, err := sql.ExplainClaim(ctx, db, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(plan, "\n")
+		if !strings.Contains(text, "Index Scan using job_runs_claimable_idx") || strings.Contains(text, "Seq Scan on job_runs") {
+			t.Fatalf("claim of %d does not walk the claimable index:\n%s", n, text)
+		}
+	}
+}
+
+// A first attempt that succeeds before Start ran is recorded on the run,
+// and shown as the run's one attempt with everything a run_attempts row
+// holds; an attempt that Start recorded stays a run_attempts row, shown
+// once.
+func TestFirstAttemptRecordedOnTheRun(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	insertPending(t, db, j.ID, 2)
+
+	quick := claimOne(t, db, "w-quick", time.Minute)
+	began := time.Now().Add(-15 * time.Millisecond)
+	res, err := db.Complete(ctx, []sql.Outcome{{Lease: quick.Lease(), Success: true, StatusCode: 204,
+		Body: "ok", StartedAt: began, FinishedAt: began.Add(15 * time.Millisecond)}})
+	if err != nil || res[0].Err != nil || res[0].Status != chronos.StatusSucceeded {
+		t.Fatalf("complete: %+v %v", res, err)
+	}
+	var rows int
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM run_attempts WHERE run_id = $1", quick.Run.ID).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 0 {
+		t.Fatalf("a quick first success wrote %d run_attempts rows, want 0", rows)
+	}
+	run := mustRun(t, db, quick.Run.ID)
+	if len(run.Attempts) != 1 {
+		t.Fatalf("attempts %+v, want the one attempt", run.Attempts)
+	}
+	a := run.Attempts[0]
+	if a.Attempt != 1 || a.WorkerID != "w-quick" || a.StatusCode == nil || *a.StatusCode != 204 || a.Error != nil ||
+		a.ResponseBody == nil || *a.ResponseBody != "ok" || a.DurationMS == nil || *a.DurationMS != 15 ||
+		a.FinishedAt == nil || !a.StartedAt.Equal(*run.StartedAt) || !a.FinishedAt.Equal(*run.FinishedAt) {
+		t.Fatalf("inline attempt %+v of run %+v", a, run)
+	}
+
+	slow := claimOne(t, db, "w-slow", time.Minute)
+	if err := db.Start(ctx, slow.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	res, err = db.Complete(ctx, []sql.Outcome{{Lease: slow.Lease(), Success: true, StatusCode: 200,
+		StartedAt: began, FinishedAt: time.Now(), StartRecorded: true}})
+	if err != nil || res[0].Err != nil || res[0].Status != chronos.StatusSucceeded {
+		t.Fatalf("complete: %+v %v", res, err)
+	}
+	run = mustRun(t, db, slow.Run.ID)
+	if len(run.Attempts) != 1 || run.Attempts[0].WorkerID != "w-slow" || *run.Attempts[0].StatusCode != 200 {
+		t.Fatalf("started attempt %+v", run.Attempts)
+	}
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM run_attempts WHERE run_id = $1", slow.Run.ID).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 {
+		t.Fatalf("a started attempt has %d run_attempts rows, want 1", rows)
+	}
+}
+
+// ClaimAhead takes a run due within ahead, after the due ones, and says
+// how long until its instant; a plain Claim leaves it.
+func TestClaimAheadTakesRunsDueWithinIt(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	var soon, later, due int64
+	if err := db.Pool.QueryRow(ctx, `
+		WITH s AS (INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		           VALUES ($1, now() + interval '400 ms', 'manual', now() + interval '400 ms') RETURNING id),
+		     l AS (INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		           VALUES ($1, now() + interval '1 hour', 'manual', now() + interval '1 hour') RETURNING id),
+		     d AS (INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		           VALUES ($1, now(), 'manual', now() - interval '1 ms') RETURNING id)
+		SELECT s.id, l.id, d.id FROM s, l, d`, j.ID).Scan(&soon, &later, &due); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Claim(ctx, "plain", 10, time.Minute)
+	if err != nil || len(got) != 1 || got[0].Run.ID != due || got[0].Wait != 0 {
+		t.Fatalf("plain claim: %+v %v, want only the due run %d with no wait", got, err, due)
+	}
+	got, err = db.ClaimAhead(ctx, "ahead", 10, time.Minute, time.Second)
+	if err != nil || len(got) != 1 || got[0].Run.ID != soon {
+		t.Fatalf("claim ahead: %+v %v, want run %d (due in 400 ms) and not %d (due in an hour)", got, err, soon, later)
+	}
+	if w := got[0].Wait; w <= 0 || w > 400*time.Millisecond {
+		t.Fatalf("wait %v, want in (0, 400ms]", w)
+	}
+}

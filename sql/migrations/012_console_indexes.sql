@@ -1,0 +1,15 @@
+-- The dead letters by trigger and by creation time (the console's dead
+-- letters page and GET /v1/runs?status=dead; POST /v1/runs/redrive with the
+-- same filters).
+--
+-- Without them, status=dead&trigger=... and status=dead&since=...&until=...
+-- walk job_runs_status_idx from the newest dead run and test each one: at
+-- 10,000,000 runs (200,000 dead) a window of an hour three days back read
+-- 100,000 dead runs (~200 ms), a trigger no dead run has read them all
+-- (~450 ms). With them each reads its page and little more (~1-2 ms).
+--
+-- Both are partial: only dead runs are in them, so they weigh a few MB at
+-- that size, and a run enters them once, when it dies; the writes of the
+-- run life cycle (claim, start, retry, success) never touch them.
+CREATE INDEX job_runs_dead_trigger_idx ON job_runs (trigger, id DESC) WHERE status = 'dead';
+CREATE INDEX job_runs_dead_created_idx ON job_runs (created_at) WHERE status = 'dead';
