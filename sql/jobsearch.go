@@ -208,10 +208,13 @@ func walkOn(first, n int) bool {
 // jobs of job_search in its id range in id order: the prefix on the name
 // as stored, the substring as ILIKE tests it (LIKE on the lower-cased
 // copies and pattern: what ILIKE does in a UTF-8 database), each label by
-// a probe of job_labels. None of these tests can use an index, so the plan
-// is the walk, and its cost is bounded by the window, however common or
-// rare the planner guesses a match is. The second window runs only when
-// walkOn holds (a one-time filter on the first's count).
+// a probe of job_labels' primary key, enabled by one of jobs'. None of
+// these tests can use an index or become a join (the probes are scalar
+// subqueries), so the plan is the walk whatever the values, its cost
+// bounded by the window however common or rare a match is: unlike the
+// other searches it may run from a cached, generic plan, which saves
+// planning it every time. The second window runs only when walkOn holds
+// (a one-time filter on the first's count).
 func walkSQL(f JobFilter, after int64, n int) (string, []any) {
 	var a args
 	var filters strings.Builder
@@ -219,14 +222,14 @@ func walkSQL(f JobFilter, after int64, n int) (string, []any) {
 		fmt.Fprintf(&filters, " AND starts_with(s.name, %s)", a.add(f.NamePrefix))
 	}
 	if f.Q != "" {
-		fmt.Fprintf(&filters, " AND (s.lname LIKE lower(%s) OR s.ldesc LIKE lower(%[1]s))", a.add(f.qPattern()))
+		fmt.Fprintf(&filters, " AND (s.lname LIKE (SELECT lower(%s)) OR s.ldesc LIKE (SELECT lower(%[1]s)))", a.add(f.qPattern()))
 	}
 	for _, k := range f.labelKeys() {
-		fmt.Fprintf(&filters, " AND EXISTS (SELECT 1 FROM job_labels l WHERE l.key = %s AND l.value = %s AND l.job_id = s.job_id)",
+		fmt.Fprintf(&filters, " AND (SELECT true FROM job_labels l WHERE l.key = %s AND l.value = %s AND l.job_id = s.job_id)",
 			a.add(k), a.add(f.Labels[k]))
 	}
 	if f.Enabled != nil {
-		fmt.Fprintf(&filters, " AND EXISTS (SELECT 1 FROM jobs e WHERE e.id = s.job_id AND e.enabled = %s)", a.add(*f.Enabled))
+		fmt.Fprintf(&filters, " AND (SELECT e.enabled FROM jobs e WHERE e.id = s.job_id) = %s", a.add(*f.Enabled))
 	}
 	lo, mid, hi, limit := a.add(after), a.add(past(after, walkFirst)), a.add(past(after, walkBudget)), a.add(n)
 	first, budget := strconv.Itoa(walkFirst), strconv.Itoa(walkBudget-walkFirst)
@@ -235,13 +238,12 @@ func walkSQL(f JobFilter, after int64, n int) (string, []any) {
 		 ORDER BY s.job_id LIMIT ` + limit + `
 	), c AS (SELECT count(*) AS n FROM w1), w2 AS MATERIALIZED (
 		SELECT s.job_id FROM job_search s
-		 WHERE (SELECT n FROM c) >= 1 AND (SELECT n FROM c) < ` + limit + `
-		   AND (` + limit + ` - (SELECT n FROM c)) * ` + first + ` <= ` + budget + ` * (SELECT n FROM c)
+		 WHERE (SELECT n >= 1 AND n < ` + limit + ` AND (` + limit + ` - n) * ` + first + ` <= ` + budget + ` * n FROM c)
 		   AND s.job_id > ` + mid + ` AND s.job_id <= ` + hi + filters.String() + `
 		 ORDER BY s.job_id LIMIT (SELECT ` + limit + ` - n FROM c)
 	), m AS (SELECT job_id FROM w1 UNION ALL SELECT job_id FROM w2)
 	SELECT ` + qualified("j", jobColumns) + ` FROM m JOIN jobs j ON j.id = m.job_id ORDER BY j.id`
-	return q, a.exec()
+	return q, a
 }
 
 // setJobs is searchJobs through the indexes of migration 008 (the name's
