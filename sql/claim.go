@@ -14,8 +14,8 @@ type Claimed struct {
 	Run *chronos.Run
 	Job *chronos.Job
 	// Wait is how long until the run's available_at, by the database's
-	// clock when it was claimed: zero unless it was claimed ahead (see
-	// ClaimAhead).
+	// clock at the end of the claim: zero unless it was claimed ahead
+	// (see ClaimAhead).
 	Wait time.Duration
 }
 
@@ -144,9 +144,8 @@ func (db *DB) Claim(ctx context.Context, worker string, n int, lease time.Durati
 // long, by the database's clock at the end of the claim, until the run's
 // available_at: a worker that waits that long from when the claim's answer
 // arrived sends it no sooner, and no later than the commit and the answer
-// took. Claiming a moment ahead
-// takes the claim's round trip and commit out of the delay between a
-// run's instant and its delivery.
+// took. Claiming a moment ahead takes the claim's round trip and commit
+// out of the delay between a run's instant and its delivery.
 func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead time.Duration) ([]Claimed, error) {
 	if n <= 0 {
 		return nil, nil
