@@ -100,12 +100,13 @@ func (c *Console) ensureSession(w nethttp.ResponseWriter, r *nethttp.Request) *s
 		return nil
 	}
 	now := time.Now()
-	v, err := c.issue(anonymous, now)
+	v, err := c.issue(r.Context(), anonymous, now)
 	if err != nil {
+		c.log.Error("console: start an anonymous session", "error", err.Error())
 		return nil
 	}
 	setCookie(w, r, v, now.Add(SessionTTL))
-	return c.verify(v, now)
+	return c.verify(r.Context(), v, now)
 }
 
 // loginPage is GET /ui/login.
@@ -133,8 +134,9 @@ func (c *Console) login(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return
 	}
 	now := time.Now()
-	v, err := c.issue(c.keys[i].Name, now)
+	v, err := c.issue(r.Context(), c.keys[i].Name, now)
 	if err != nil {
+		c.log.Error("console: start a session", "key", c.keys[i].Name, "error", err.Error())
 		c.fail(w, r, nil, nethttp.StatusInternalServerError, "Could not start a session.")
 		return
 	}

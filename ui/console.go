@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"crypto/rand"
 	"embed"
 	"html/template"
 	"io/fs"
@@ -31,8 +30,10 @@ type Config struct {
 	// opens the API.
 	AuthDisabled bool
 	// SessionSecret, when set (the same on every instance), is mixed into
-	// the key that signs session cookies, so that knowing the sha256:
-	// digests of API_KEYS is not enough to forge a session.
+	// the key that signs session cookies; changing it ends every session.
+	// It is optional: the key's root is the cluster's random secret in the
+	// database (sql.ClusterSecret), so API_KEYS alone, sha256: digests
+	// included, never signs a session.
 	SessionSecret string
 	// TargetPolicy refuses target URLs at create and edit as the API does.
 	TargetPolicy chronos.TargetPolicy
@@ -47,7 +48,8 @@ type Console struct {
 	bus    *bus.Bus
 	log    *slog.Logger
 	keys   chronos.KeyRing
-	secret []byte // per process: signs the sessions of AuthDisabled consoles
+	rootMu sync.Mutex
+	root   []byte // the session keys' root, read once (sessionRoot)
 	pages  map[string]*template.Template
 	static nethttp.Handler
 	mux    *nethttp.ServeMux
@@ -72,8 +74,6 @@ func New(cfg Config, db *sql.DB, b *bus.Bus, log *slog.Logger) *Console {
 			c.keys = append(c.keys, k)
 		}
 	}
-	c.secret = make([]byte, 32)
-	_, _ = rand.Read(c.secret)
 	c.pages = parsePages()
 	sub, _ := fs.Sub(assets, "static")
 	c.static = nethttp.StripPrefix(Prefix+"static/", nethttp.FileServerFS(sub))

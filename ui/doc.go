@@ -7,10 +7,13 @@
 // Sign-in takes an API key (the same keys, names and roles as the REST
 // API, chronos.APIKey) and sets a session cookie: HttpOnly, SameSite=Strict,
 // Secure when the request came over TLS, valid for SessionTTL. The cookie
-// is stateless, signed with HMAC-SHA256 under a key derived from the API
-// key's digest and Config.SessionSecret, so every instance that shares
-// API_KEYS (and CONSOLE_SESSION_SECRET) accepts it, and removing an API key
-// ends its sessions. Signing out clears the cookie.
+// is stateless, signed with HMAC-SHA256 under a key derived from a random
+// per-cluster secret kept in the database (sql.ClusterSecret, created once
+// by whichever instance asks first), Config.SessionSecret when set, and
+// the API key's digest, name and role. So every instance of the cluster
+// accepts it, removing an API key ends its sessions, and what the
+// environment holds (API_KEYS, digests included) is not enough to forge
+// one. Signing out clears the cookie.
 //
 // Every form that changes something carries a CSRF token bound to the
 // session, and the server also refuses cross-site requests by their Origin

@@ -1,12 +1,14 @@
 package ui
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	nethttp "net/http"
 	"net/url"
 	"strconv"
@@ -36,24 +38,53 @@ type session struct {
 // CanWrite reports whether the session may change anything.
 func (s *session) CanWrite() bool { return s != nil && s.Role == chronos.RoleWrite }
 
+// sessionSecretName names the console's row in cluster_secrets.
+const sessionSecretName = "console-session"
+
+// sessionRoot is the root of every session key: the cluster's random
+// secret (sql.ClusterSecret, shared by every instance through the
+// database, never in the environment), mixed with the operator's
+// CONSOLE_SESSION_SECRET when set. It is read once and then kept; a read
+// that fails is tried again by the next request.
+func (c *Console) sessionRoot(ctx context.Context) ([]byte, error) {
+	c.rootMu.Lock()
+	defer c.rootMu.Unlock()
+	if c.root != nil {
+		return c.root, nil
+	}
+	secret, err := c.db.ClusterSecret(ctx, sessionSecretName)
+	if err != nil {
+		return nil, fmt.Errorf("console session key: %w", err)
+	}
+	c.root = hmacSum(secret, []byte("chronos console session v2|"+c.cfg.SessionSecret))
+	return c.root, nil
+}
+
 // macKey is the key that signs the sessions of one API key: derived from
-// its digest (so removing the key ends its sessions), its name and role,
-// and the operator's session secret.
-func (c *Console) macKey(name string) ([]byte, chronos.Role, bool) {
-	if c.cfg.AuthDisabled {
-		if name != anonymous {
-			return nil, "", false
+// the session root (so API_KEYS alone, digests included, cannot sign), the
+// key's digest (so removing the key ends its sessions), its name and role.
+// ok is false for a name that is no key; err when the root cannot be read.
+func (c *Console) macKey(ctx context.Context, name string) (key []byte, role chronos.Role, ok bool, err error) {
+	if c.cfg.AuthDisabled && name != anonymous {
+		return nil, "", false, nil
+	}
+	var k chronos.APIKey
+	if !c.cfg.AuthDisabled {
+		if k, ok = c.keys.Named(name); !ok {
+			return nil, "", false, nil
 		}
-		return hmacSum(c.secret, []byte("chronos console anonymous")), chronos.RoleWrite, true
 	}
-	k, ok := c.keys.Named(name)
-	if !ok {
-		return nil, "", false
+	root, err := c.sessionRoot(ctx)
+	if err != nil {
+		return nil, "", false, err
 	}
-	m := hmac.New(sha256.New, []byte("chronos console session v1|"+c.cfg.SessionSecret))
+	if c.cfg.AuthDisabled {
+		return hmacSum(root, []byte("anonymous")), chronos.RoleWrite, true, nil
+	}
+	m := hmac.New(sha256.New, root)
 	m.Write(k.Hash[:])
 	m.Write([]byte("|" + k.Name + "|" + string(k.Role)))
-	return m.Sum(nil), k.Role, true
+	return m.Sum(nil), k.Role, true, nil
 }
 
 func hmacSum(key, msg []byte) []byte {
@@ -65,8 +96,11 @@ func hmacSum(key, msg []byte) []byte {
 var b64 = base64.RawURLEncoding
 
 // issue returns the cookie value of a new session of the named key.
-func (c *Console) issue(name string, now time.Time) (string, error) {
-	key, _, ok := c.macKey(name)
+func (c *Console) issue(ctx context.Context, name string, now time.Time) (string, error) {
+	key, _, ok, err := c.macKey(ctx, name)
+	if err != nil {
+		return "", err
+	}
 	if !ok {
 		return "", errors.New("unknown key")
 	}
@@ -79,8 +113,9 @@ func (c *Console) issue(name string, now time.Time) (string, error) {
 }
 
 // verify returns the session a cookie value stands for, or nil when it is
-// malformed, forged, expired, or its key is no longer configured.
-func (c *Console) verify(value string, now time.Time) *session {
+// malformed, forged, expired, or its key is no longer configured (or the
+// session key cannot be read: logged).
+func (c *Console) verify(ctx context.Context, value string, now time.Time) *session {
 	p64, m64, ok := strings.Cut(value, ".")
 	if !ok {
 		return nil
@@ -95,7 +130,11 @@ func (c *Console) verify(value string, now time.Time) *session {
 	if len(parts) != 3 {
 		return nil
 	}
-	key, role, ok := c.macKey(parts[0])
+	key, role, ok, err := c.macKey(ctx, parts[0])
+	if err != nil {
+		c.log.Error("console: verify session", "error", err.Error())
+		return nil
+	}
 	if !ok || !hmac.Equal(mac, hmacSum(key, []byte("session|"+payload))) {
 		return nil
 	}
@@ -125,7 +164,7 @@ func (c *Console) sessionOf(r *nethttp.Request) *session {
 	if err != nil {
 		return nil
 	}
-	return c.verify(ck.Value, time.Now())
+	return c.verify(r.Context(), ck.Value, time.Now())
 }
 
 // sameOrigin refuses a cross-site request: a browser says where a request
