@@ -1,22 +1,80 @@
 package ui
 
 import (
+	"context"
 	nethttp "net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
 )
 
-const runsPerPage = 50
+// runsPerPage is a page of the dead letters; jobRunsPerPage a page of one
+// job's runs, fewer so that the job page stays short (the older ones are
+// a keyset page away, as GET /v1/jobs/{id}/runs pages them).
+const (
+	runsPerPage    = 50
+	jobRunsPerPage = 20
+)
 
 var runStatuses = []chronos.RunStatus{chronos.StatusPending, chronos.StatusLeased, chronos.StatusRunning, chronos.StatusSucceeded, chronos.StatusDead}
 
-// jobPage is GET /ui/jobs/{id}: the definition, the next fire times (as
-// GET /v1/jobs/{id}/schedule), the runs newest first (?status=, ?cursor=)
-// and the audit history newest first (as GET /v1/jobs/{id}/history,
-// ?hcursor=).
+// jobRuns is one page of a job's runs, newest first.
+type jobRuns struct {
+	Job      *chronos.Job
+	Runs     []*chronos.Run
+	Status   string
+	Statuses []chronos.RunStatus
+	Cursor   string
+	PerPage  int
+	// NextURL and NewestURL are the job page at the older page and at
+	// the first; the Fragment URLs the same page of runs alone, for htmx.
+	NextURL, NewestURL           string
+	FragmentNext, FragmentNewest string
+}
+
+// runsOf reads the page of j's runs that the query asks for (?status=,
+// ?cursor=), by sql.Runs, the function behind GET /v1/jobs/{id}/runs.
+func (c *Console) runsOf(ctx context.Context, j *chronos.Job, q url.Values) (*jobRuns, error) {
+	f := sql.RunFilter{Cursor: q.Get("cursor"), Limit: jobRunsPerPage, Status: chronos.RunStatus(q.Get("status"))}
+	if !f.Status.Valid() {
+		f.Status = ""
+	}
+	runs, next, err := c.db.Runs(ctx, j.ID, f)
+	if err != nil {
+		return nil, err
+	}
+	d := &jobRuns{Job: j, Runs: runs, Status: string(f.Status), Statuses: runStatuses, Cursor: f.Cursor, PerPage: jobRunsPerPage}
+	base := Prefix + "jobs/" + strconv.FormatInt(j.ID, 10)
+	link := func(cursor string) (page, fragment string) {
+		v := url.Values{}
+		if cursor != "" {
+			v.Set("cursor", cursor)
+		}
+		if f.Status != "" {
+			v.Set("status", string(f.Status))
+		}
+		qs := ""
+		if len(v) > 0 {
+			qs = "?" + v.Encode()
+		}
+		return base + qs + "#runs", base + "/runs" + qs
+	}
+	if next != "" {
+		d.NextURL, d.FragmentNext = link(next)
+	}
+	if f.Cursor != "" {
+		d.NewestURL, d.FragmentNewest = link("")
+	}
+	return d, nil
+}
+
+// jobPage is GET /ui/jobs/{id}: the definition, the signing secrets' state,
+// the next fire times (as GET /v1/jobs/{id}/schedule), a page of runs
+// newest first (?status=, ?cursor=) and the audit history newest first (as
+// GET /v1/jobs/{id}/history, ?hcursor=).
 func (c *Console) jobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
 	id, ok := c.pathID(w, r, s)
 	if !ok {
@@ -29,11 +87,8 @@ func (c *Console) jobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *sessi
 		return
 	}
 	q := r.URL.Query()
-	f := sql.RunFilter{Cursor: q.Get("cursor"), Limit: runsPerPage, Status: chronos.RunStatus(q.Get("status"))}
-	if !f.Status.Valid() {
-		f.Status = ""
-	}
-	runs, next, err := c.db.Runs(ctx, id, f)
+	red := j.Redacted()
+	runs, err := c.runsOf(ctx, red, q)
 	if err != nil {
 		c.failErr(w, r, s, err)
 		return
@@ -48,30 +103,53 @@ func (c *Console) jobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *sessi
 		c.failErr(w, r, s, err)
 		return
 	}
-	red := j.Redacted()
 	base := Prefix + "jobs/" + strconv.FormatInt(id, 10)
 	d := map[string]any{"Job": red, "Headers": red.Headers, "Labels": sortedLabels(red.Labels), "Runs": runs,
-		"Status": string(f.Status), "Statuses": runStatuses, "Fires": fires, "History": auditRows(entries)}
-	if next != "" {
-		v := url.Values{"cursor": {next}}
-		if f.Status != "" {
-			v.Set("status", string(f.Status))
-		}
-		d["NextURL"] = base + "?" + v.Encode() + "#runs"
-	}
+		"Fires": fires, "History": auditRows(entries), "MaxGrace": int(chronos.MaxRotationGrace / time.Second)}
 	if hnext != "" {
 		d["HistoryNextURL"] = base + "?" + url.Values{"hcursor": {hnext}}.Encode() + "#history"
 	}
 	c.render(w, r, s, nethttp.StatusOK, "job", j.Name, d)
 }
 
+// jobRunsPage is GET /ui/jobs/{id}/runs: one page of the job's runs, the
+// fragment htmx swaps into the job page; a browser without htmx is sent
+// to the job page at that page of runs.
+func (c *Console) jobRunsPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
+	id, ok := c.pathID(w, r, s)
+	if !ok {
+		return
+	}
+	if r.Header.Get("HX-Request") != "true" {
+		u := Prefix + "jobs/" + strconv.FormatInt(id, 10)
+		if r.URL.RawQuery != "" {
+			u += "?" + r.URL.RawQuery
+		}
+		nethttp.Redirect(w, r, u+"#runs", nethttp.StatusSeeOther)
+		return
+	}
+	j, err := c.db.Job(r.Context(), id)
+	if err != nil {
+		c.failErr(w, r, s, err)
+		return
+	}
+	runs, err := c.runsOf(r.Context(), j.Redacted(), r.URL.Query())
+	if err != nil {
+		c.failErr(w, r, s, err)
+		return
+	}
+	c.renderTemplate(w, s, nethttp.StatusOK, "job", "jobruns", runs)
+}
+
 // formData is what the create and edit form shows.
 func formData(id int64, f jobForm, err error) map[string]any {
 	shown, other := fieldErrors(err)
 	d := map[string]any{"ID": id, "Form": f, "Fields": shown, "Other": other, "Zones": zones(),
-		"Methods":  []string{"POST", "GET", "PUT", "PATCH", "DELETE", "HEAD"},
-		"Backoffs": []string{string(chronos.BackoffExponential), string(chronos.BackoffLinear)},
-		"Overlaps": []string{string(chronos.OverlapAllow), string(chronos.OverlapSkip), string(chronos.OverlapQueueOne)},
+		"Methods":   []string{"POST", "GET", "PUT", "PATCH", "DELETE", "HEAD"},
+		"Backoffs":  []string{string(chronos.BackoffExponential), string(chronos.BackoffLinear)},
+		"Overlaps":  []string{string(chronos.OverlapAllow), string(chronos.OverlapSkip), string(chronos.OverlapQueueOne)},
+		"Misfires":  []string{string(chronos.MisfireOne), string(chronos.MisfireNone), string(chronos.MisfireAll)},
+		"MaxJitter": chronos.MaxJitterSeconds, "MaxDeadline": chronos.MaxStartingDeadline,
 		"Redacted": chronos.Redacted}
 	if err != nil {
 		d["Error"] = chronos.ErrorMessage(err)
@@ -115,7 +193,7 @@ func (c *Console) createJob(w nethttp.ResponseWriter, r *nethttp.Request, s *ses
 		j, err = chronos.NewJob(u)
 	}
 	if err == nil {
-		err = c.checkTarget(j.TargetURL)
+		err = c.checkTargets(j.TargetURL, f.OnDeadURL)
 	}
 	if err == nil {
 		err = c.db.CreateJob(r.Context(), j)
@@ -141,7 +219,7 @@ func (c *Console) updateJob(w nethttp.ResponseWriter, r *nethttp.Request, s *ses
 	f := parseForm(r.PostForm)
 	u, err := f.update(false)
 	if err == nil {
-		err = c.checkTarget(f.TargetURL)
+		err = c.checkTargets(f.TargetURL, f.OnDeadURL)
 	}
 	if err == nil {
 		_, err = c.db.UpdateJob(r.Context(), id, u)
@@ -190,11 +268,21 @@ func (c *Console) deleteJob(w nethttp.ResponseWriter, r *nethttp.Request, s *ses
 	c.redirectDone(w, r, jobsListPath, "deleted")
 }
 
-// checkTarget refuses a target URL whose host is a literal address the
-// outbound policy refuses, as the API does.
-func (c *Console) checkTarget(u string) error {
-	if err := c.cfg.TargetPolicy.CheckURL(u); err != nil {
-		return chronos.InvalidFields(map[string]string{"target_url": err.Error()})
+// checkTargets refuses a target URL or on_dead_url whose host is a
+// literal address the outbound policy refuses, as the API does (the alert
+// goes out through the same transport).
+func (c *Console) checkTargets(target, onDead string) error {
+	bad := map[string]string{}
+	if err := c.cfg.TargetPolicy.CheckURL(target); err != nil {
+		bad["target_url"] = err.Error()
+	}
+	if onDead != "" {
+		if err := c.cfg.TargetPolicy.CheckURL(onDead); err != nil {
+			bad["on_dead_url"] = err.Error()
+		}
+	}
+	if len(bad) > 0 {
+		return chronos.InvalidFields(bad)
 	}
 	return nil
 }

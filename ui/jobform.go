@@ -24,7 +24,12 @@ type jobForm struct {
 	Method, TargetURL, Headers, Payload          string
 	TimeoutSeconds, MaxRetries, Backoff, Overlap string
 	BackoffBase, BackoffMax                      string
-	Enabled                                      bool
+	SecretHeaders, OnDeadURL                     string
+	// Scheduling policies: StartsAt and EndsAt as datetime-local in the
+	// job's zone, Exclude one date or from..to range a line, Deadline ""
+	// for none.
+	Misfire, StartsAt, EndsAt, Exclude, Jitter, Deadline string
+	Enabled                                              bool
 }
 
 // defaultForm is the form of a new job.
@@ -32,7 +37,8 @@ func defaultForm() jobForm {
 	return jobForm{Kind: "cron", Timezone: "UTC", Method: "POST", Enabled: true,
 		TimeoutSeconds: strconv.Itoa(chronos.DefaultTimeoutSeconds), MaxRetries: strconv.Itoa(chronos.DefaultMaxRetries),
 		Backoff: string(chronos.BackoffExponential), Overlap: string(chronos.OverlapAllow),
-		BackoffBase: strconv.Itoa(chronos.DefaultBackoffBaseSeconds), BackoffMax: strconv.Itoa(chronos.DefaultBackoffMaxSeconds)}
+		BackoffBase: strconv.Itoa(chronos.DefaultBackoffBaseSeconds), BackoffMax: strconv.Itoa(chronos.DefaultBackoffMaxSeconds),
+		Misfire: string(chronos.MisfireOne), Jitter: "0"}
 }
 
 // formOf is the edit form of a stored job; secret header values are
@@ -47,8 +53,22 @@ func formOf(j *chronos.Job) jobForm {
 	f := jobForm{Name: j.Name, Description: j.Description, Labels: strings.Join(terms, " "), Kind: "cron", Timezone: j.Timezone, Method: j.Method, TargetURL: j.TargetURL,
 		TimeoutSeconds: strconv.Itoa(j.TimeoutSeconds), MaxRetries: strconv.Itoa(j.MaxRetries),
 		Backoff: string(j.Backoff), Overlap: string(j.Overlap), Enabled: j.Enabled,
-		BackoffBase: strconv.FormatFloat(j.BackoffBaseSeconds, 'f', -1, 64),
-		BackoffMax:  strconv.FormatFloat(j.BackoffMaxSeconds, 'f', -1, 64)}
+		BackoffBase:   strconv.FormatFloat(j.BackoffBaseSeconds, 'f', -1, 64),
+		BackoffMax:    strconv.FormatFloat(j.BackoffMaxSeconds, 'f', -1, 64),
+		SecretHeaders: strings.Join(j.SecretHeaders, " "), Misfire: string(j.Misfire), Jitter: strconv.Itoa(j.JitterSeconds),
+		Exclude: excludeText(j.Exclude)}
+	if j.OnDeadURL != nil {
+		f.OnDeadURL = *j.OnDeadURL
+	}
+	if j.StartingDeadlineSeconds != nil {
+		f.Deadline = strconv.Itoa(*j.StartingDeadlineSeconds)
+	}
+	if j.StartsAt != nil {
+		f.StartsAt = j.StartsAt.In(j.Location()).Format(localLayout)
+	}
+	if j.EndsAt != nil {
+		f.EndsAt = j.EndsAt.In(j.Location()).Format(localLayout)
+	}
 	if j.CronExpr != nil {
 		f.CronExpr = *j.CronExpr
 	}
@@ -78,7 +98,9 @@ func parseForm(v url.Values) jobForm {
 	return jobForm{Name: g("name"), Description: g("description"), Labels: g("labels"), Kind: g("kind"), CronExpr: g("cron_expr"), RunAt: g("run_at"), Timezone: g("timezone"),
 		Method: g("method"), TargetURL: g("target_url"), Headers: v.Get("headers"), Payload: g("payload"),
 		TimeoutSeconds: g("timeout_seconds"), MaxRetries: g("max_retries"), Backoff: g("backoff"), Overlap: g("overlap"),
-		BackoffBase: g("backoff_base_seconds"), BackoffMax: g("backoff_max_seconds"), Enabled: v.Get("enabled") == "true"}
+		BackoffBase: g("backoff_base_seconds"), BackoffMax: g("backoff_max_seconds"), Enabled: v.Get("enabled") == "true",
+		SecretHeaders: g("secret_headers"), OnDeadURL: g("on_dead_url"), Misfire: g("misfire"), StartsAt: g("starts_at"), EndsAt: g("ends_at"),
+		Exclude: v.Get("exclude"), Jitter: g("jitter_seconds"), Deadline: g("starting_deadline_seconds")}
 }
 
 // update turns the form into a JobUpdate that sets every field it shows
@@ -119,6 +141,7 @@ func (f jobForm) update(create bool) (*chronos.JobUpdate, error) {
 		u.CronExpr = chronos.Some(f.CronExpr)
 		u.RunAt = chronos.Opt[time.Time]{Set: true, Null: true}
 	}
+	f.policies(u, bad)
 	headers := map[string]string{}
 	for i, line := range strings.Split(f.Headers, "\n") {
 		line = strings.TrimSpace(line)
@@ -160,6 +183,86 @@ func (f jobForm) update(create bool) (*chronos.JobUpdate, error) {
 		return nil, chronos.InvalidFields(bad)
 	}
 	return u, nil
+}
+
+// policies sets the scheduling policy fields and the alert and secret
+// header settings. A one-shot clears starts_at, ends_at and exclude
+// (cron jobs only), whatever the hidden inputs still hold.
+func (f jobForm) policies(u *chronos.JobUpdate, bad map[string]string) {
+	u.Misfire = chronos.Some(chronos.MisfirePolicy(cmpOr(f.Misfire, string(chronos.MisfireOne))))
+	u.OnDeadURL = chronos.Some(f.OnDeadURL) // "" clears it
+	u.SecretHeaders = chronos.Some(strings.FieldsFunc(f.SecretHeaders, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }))
+	intField(bad, "jitter_seconds", cmpOr(f.Jitter, "0"), &u.JitterSeconds)
+	u.StartingDeadlineSeconds = chronos.Opt[int]{Set: true, Null: true}
+	if f.Deadline != "" {
+		intField(bad, "starting_deadline_seconds", f.Deadline, &u.StartingDeadlineSeconds)
+	}
+	none := chronos.Opt[time.Time]{Set: true, Null: true}
+	u.StartsAt, u.EndsAt = none, none
+	u.Exclude = chronos.Some([]chronos.DateRange{})
+	if f.Kind == "once" {
+		return
+	}
+	loc, err := chronos.LoadTimezone(cmpOr(f.Timezone, "UTC"))
+	if err != nil {
+		return // the schedule's check names the time zone
+	}
+	for name, v := range map[string]struct {
+		text string
+		dst  *chronos.Opt[time.Time]
+	}{"starts_at": {f.StartsAt, &u.StartsAt}, "ends_at": {f.EndsAt, &u.EndsAt}} {
+		if v.text == "" {
+			continue
+		}
+		t, err := parseLocal(v.text, loc)
+		if err != nil {
+			bad[name] = "must be a date and time, e.g. 2026-12-24T18:00"
+			continue
+		}
+		*v.dst = chronos.Some(t)
+	}
+	ranges, err := parseExclude(f.Exclude)
+	if err != nil {
+		bad["exclude"] = err.Error()
+		return
+	}
+	u.Exclude = chronos.Some(ranges)
+}
+
+// parseExclude reads the exclusions as typed: one date (2026-12-25) or
+// range (2026-12-24..2026-12-26) a line; the dates themselves are checked
+// by the job's rules.
+func parseExclude(text string) ([]chronos.DateRange, error) {
+	out := []chronos.DateRange{}
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		from, to, ok := strings.Cut(line, "..")
+		if !ok {
+			to = from
+		}
+		from, to = strings.TrimSpace(from), strings.TrimSpace(to)
+		if from == "" || to == "" || strings.ContainsAny(from+to, " \t") {
+			return nil, errors.New("line " + strconv.Itoa(i+1) + " must be a date (2026-12-25) or a range (2026-12-24..2026-12-26)")
+		}
+		out = append(out, chronos.DateRange{From: from, To: to})
+	}
+	return out, nil
+}
+
+// excludeText is the exclusions as the form shows them.
+func excludeText(ranges []chronos.DateRange) string {
+	var b strings.Builder
+	for _, r := range ranges {
+		b.WriteString(r.From)
+		if r.To != r.From {
+			b.WriteString(".." + r.To)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 func intField(bad map[string]string, name, v string, dst *chronos.Opt[int]) {
@@ -208,7 +311,9 @@ func fieldErrors(err error) (shown map[string]string, other map[string]string) {
 	}
 	for k, v := range e.Fields {
 		switch k {
-		case "name", "description", "labels", "cron_expr", "run_at", "timezone", "target_url", "headers", "payload":
+		case "name", "description", "labels", "cron_expr", "run_at", "timezone", "target_url", "headers", "payload",
+			"secret_headers", "on_dead_url", "misfire", "starts_at", "ends_at", "exclude", "jitter_seconds", "starting_deadline_seconds",
+			"timeout_seconds", "max_retries", "backoff", "backoff_base_seconds", "backoff_max_seconds", "overlap":
 			shown[k] = v
 		default:
 			other[k] = v

@@ -14,7 +14,22 @@ type chart struct {
 	Max     int64
 	Summary string
 	Bars    []bar
+	Ticks   []tick // the time axis: a mark every tickEvery minutes
 }
+
+// tick is one mark of the chart's time axis: X in the bars' coordinates,
+// Pct the same as a percentage of the width (the labels sit outside the
+// stretched drawing, so their text is not stretched), Anchor where the
+// label hangs so that the first and last stay inside.
+type tick struct {
+	X      float64
+	Pct    float64
+	Anchor string
+	Label  string
+}
+
+// tickEvery is the spacing of the time axis' marks, in minutes.
+const tickEvery = 10
 
 type bar struct {
 	X, W, YOk, HOk, YDead, HDead float64
@@ -66,6 +81,20 @@ func (c *Console) overviewPage(w nethttp.ResponseWriter, r *nethttp.Request, s *
 		ch.Bars = append(ch.Bars, bar{X: float64(i) * bw, W: bw * 0.85,
 			YOk: float64(ch.H) - hOk, HOk: hOk, YDead: float64(ch.H) - hOk - hDead, HDead: hDead,
 			Label: fmt.Sprintf("%s UTC: %d succeeded, %d dead", m.Minute.Format("15:04"), m.Succeeded, m.Dead)})
+	}
+	for i, m := range minutes {
+		if m.Minute.Minute()%tickEvery != 0 {
+			continue
+		}
+		x := float64(i)*bw + bw*0.425 // under the middle of the minute's bar
+		t := tick{X: x, Pct: 100 * x / float64(ch.W), Anchor: "middle", Label: m.Minute.UTC().Format("15:04")}
+		switch {
+		case t.Pct < 4:
+			t.Anchor = "start"
+		case t.Pct > 96:
+			t.Anchor = "end"
+		}
+		ch.Ticks = append(ch.Ticks, t)
 	}
 	ch.Summary = fmt.Sprintf("%d runs in the last hour, at most %d in a minute", succeeded+dead, ch.Max)
 	c.render(w, r, s, nethttp.StatusOK, "overview", "Overview", map[string]any{"O": o, "Counts": counts, "Chart": ch, "LagP50": p50, "LagP99": p99})

@@ -109,13 +109,14 @@ func statusOf(err error) int {
 // code, never text from the request, so a link cannot put words on the
 // page.
 var flashes = map[string]string{
-	"paused":    "Paused.",
-	"resumed":   "Resumed.",
-	"triggered": "Triggered: a run is on its way.",
-	"created":   "Job created.",
-	"saved":     "Saved.",
-	"deleted":   "Job deleted.",
-	"redriven":  "Redriven: a new run is on its way.",
+	"paused":          "Paused.",
+	"resumed":         "Resumed.",
+	"triggered":       "Triggered: a run is on its way.",
+	"created":         "Job created.",
+	"saved":           "Saved.",
+	"deleted":         "Job deleted.",
+	"redriven":        "Redriven: a new run is on its way.",
+	"secrets-deleted": "The job's own signing secrets stopped signing; the cluster's secret signs its deliveries.",
 }
 
 func flashOf(r *nethttp.Request) string {
@@ -176,10 +177,50 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatInt(*p, 10) + " ms"
 	},
-	"dur":   func(d time.Duration) string { return roundDur(d) },
-	"seq":   func(n int) []int { return make([]int, n) },
-	"add":   func(a, b int) int { return a + b },
-	"strip": strip,
+	"dur":     func(d time.Duration) string { return roundDur(d) },
+	"seq":     func(n int) []int { return make([]int, n) },
+	"add":     func(a, b int) int { return a + b },
+	"strip":   strip,
+	"isutc":   isUTC,
+	"outcome": outcome,
+	"plural": func(n int, one, many string) string {
+		if n == 1 {
+			return one
+		}
+		return many
+	},
+}
+
+// isUTC reports whether a zone name is UTC under another name, so a page
+// does not show the same time twice, once "in UTC" and once "UTC".
+func isUTC(zone string) bool {
+	switch zone {
+	case "", "UTC", "Etc/UTC", "Etc/UCT", "UCT", "Universal", "Etc/Universal", "Zulu", "Etc/Zulu", "GMT", "Etc/GMT", "GMT0", "Etc/GMT0", "Greenwich", "Etc/Greenwich":
+		return true
+	}
+	return false
+}
+
+// outcome is a run's or attempt's last result in words: the HTTP status
+// and the error, without saying "HTTP 500" twice when the error already
+// starts with it ("HTTP 500 Internal Server Error").
+func outcome(code *int, msg *string) string {
+	var c, m string
+	if code != nil {
+		c = "HTTP " + strconv.Itoa(*code)
+	}
+	if msg != nil {
+		m = *msg
+	}
+	switch {
+	case c == "" && m == "":
+		return "–"
+	case m == "":
+		return c
+	case c == "" || strings.HasPrefix(m, c):
+		return m
+	}
+	return c + " · " + m
 }
 
 // strip is a job's recent outcomes, newest first: a dot linking to each

@@ -17,6 +17,7 @@ func (c *Console) routes() *nethttp.ServeMux {
 	m.Handle("GET "+Prefix+"jobs/new", c.page(c.newJobPage))
 	m.Handle("GET "+Prefix+"jobs/{id}", c.page(c.jobPage))
 	m.Handle("GET "+Prefix+"jobs/{id}/edit", c.page(c.editJobPage))
+	m.Handle("GET "+Prefix+"jobs/{id}/runs", c.page(c.jobRunsPage))
 	m.Handle("GET "+Prefix+"jobs/{id}/delete", c.page(c.deleteJobPage))
 	m.Handle("GET "+Prefix+"runs", c.page(c.runsPage))
 	m.Handle("GET "+Prefix+"runs/{id}", c.page(c.runPage))
@@ -31,6 +32,8 @@ func (c *Console) routes() *nethttp.ServeMux {
 	m.Handle("POST "+Prefix+"jobs/{id}/resume", c.action(c.resumeJob))
 	m.Handle("POST "+Prefix+"jobs/{id}/trigger", c.action(c.triggerJob))
 	m.Handle("POST "+Prefix+"jobs/{id}/delete", c.action(c.deleteJob))
+	m.Handle("POST "+Prefix+"jobs/{id}/signing-secret", c.action(c.rotateSecret))
+	m.Handle("POST "+Prefix+"jobs/{id}/signing-secret/delete", c.action(c.deleteSecrets))
 	m.Handle("POST "+Prefix+"runs/redrive", c.action(c.redriveRuns))
 	m.Handle("POST "+Prefix+"runs/{id}/redrive", c.action(c.redriveRun))
 

@@ -7,8 +7,13 @@ import (
 	"github.com/chronoshq/chronos"
 )
 
+// maxRedrivesShown bounds the redrives a run's page links to (newest
+// first); the dead letters filtered by job and trigger list them all.
+const maxRedrivesShown = 20
+
 // runPage is GET /ui/runs/{id}: the run and every attempt, the response
-// bodies shown as text (escaped), never as markup.
+// bodies shown as text (escaped), never as markup; a redrive links to the
+// run it redrives, and a redriven run to its redrives.
 func (c *Console) runPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
 	id, ok := c.pathID(w, r, s)
 	if !ok {
@@ -26,8 +31,13 @@ func (c *Console) runPage(w nethttp.ResponseWriter, r *nethttp.Request, s *sessi
 		c.failErr(w, r, s, err)
 		return
 	}
+	redrives, err := c.db.Redrives(r.Context(), id, maxRedrivesShown)
+	if err != nil {
+		c.failErr(w, r, s, err)
+		return
+	}
 	c.render(w, r, s, nethttp.StatusOK, "run", "Run "+strconv.FormatInt(id, 10),
-		map[string]any{"Run": run, "Job": job, "Attempts": run.Attempts})
+		map[string]any{"Run": run, "Job": job, "Attempts": run.Attempts, "Redrives": redrives, "MoreRedrives": len(redrives) == maxRedrivesShown})
 }
 
 // redriveRun is POST /ui/runs/{id}/redrive: a dead run goes round again as

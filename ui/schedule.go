@@ -24,6 +24,9 @@ type firePreview struct {
 	Now         time.Time
 	Problems    []string
 	Hint        string
+	// Ended: the schedule has fewer fire times left than were asked for,
+	// so these are its last.
+	Ended bool
 }
 
 // fireTime is one fire time.
@@ -59,6 +62,7 @@ func previewAt(j *chronos.Job, now time.Time) (*firePreview, error) {
 	for _, t := range pv.FireTimes {
 		p.Times = append(p.Times, fireTime{UTC: t.UTC(), Local: t.In(loc).Format("Mon 2006-01-02 15:04:05 MST")})
 	}
+	p.Ended = len(p.Times) < fireCount
 	return p, nil
 }
 
