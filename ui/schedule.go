@@ -80,6 +80,9 @@ func previewAt(j *chronos.Job, now time.Time) (*firePreview, error) {
 func (c *Console) schedulePreview(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
 	q := r.URL.Query()
 	p, err := c.livePreview(r.Context(), q.Get("kind"), strings.TrimSpace(q.Get("cron_expr")), strings.TrimSpace(q.Get("timezone")), q.Get("job"))
+	if err != nil && r.Context().Err() != nil {
+		return // the browser gave up on it (htmx replaced it with a newer one)
+	}
 	if err != nil {
 		c.log.Error("console: schedule preview", "error", err.Error())
 		w.WriteHeader(nethttp.StatusInternalServerError)
