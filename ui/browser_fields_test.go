@@ -44,7 +44,7 @@ func apiClient(t *testing.T, e *env) *apiclient.Client {
 func setField(id, v string) chromedp.Action[chromedp.Void] {
 	b, _ := json.Marshal(v)
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		ok, err := js[bool](`(() => { const el = document.getElementById("` + id + `"); if (!el) return false; el.value = ` + string(b) + `;
+		ok, err := js[bool](`(() => { const el = document.getElementById("`+id+`"); if (!el) return false; el.value = `+string(b)+`;
 			el.dispatchEvent(new Event("input", {bubbles: true})); el.dispatchEvent(new Event("change", {bubbles: true})); return true })()`)(ctx, tg)
 		if err == nil && !ok {
 			err = errorString("no field #" + id)

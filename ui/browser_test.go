@@ -165,9 +165,24 @@ func TestBrowser(t *testing.T) {
 	if body != hostile {
 		t.Errorf("the run page shows the response body as %q, want the text %q", body, hostile)
 	}
+	// Its result names the HTTP status once.
+	main := value(t, ctx, "read the dead run", js[string](`document.querySelector("main").textContent`))
+	if strings.Count(main, "HTTP 500") != 2 || !strings.Contains(main, "HTTP 500 Internal Server Error") { // the run's last result and its attempt
+		t.Errorf("the dead run's page says HTTP 500 %d times, want once for the run and once for its attempt:\n%s", strings.Count(main, "HTTP 500"), main)
+	}
 	run(t, ctx, "redrive it",
 		chromedp.Click(css(`form[action$="/redrive"] button`)),
 		until(`location.pathname !== "/ui/runs/`+strconv.FormatInt(dead.ID, 10)+`" && document.getElementById("notice").textContent.startsWith("Redriven")`, 10*time.Second))
+	// The redrive links to its original, and the original to its redrive.
+	redrivePath := value(t, ctx, "read the redrive's page", js[string](`location.pathname`))
+	run(t, ctx, "follow the redrive to its original",
+		// Clicked by script: a node id read first can go stale if the page
+		// is still settling from the redirect.
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := js[bool](`(document.getElementById("redrive-of").click(), true)`)(ctx, tg)
+			return err
+		}),
+		until(`location.pathname === "/ui/runs/`+strconv.FormatInt(dead.ID, 10)+`" && document.querySelector('#redrives a[href="`+redrivePath+`"]') !== null`, 10*time.Second))
 	runs, _, err := e.in.DB.Runs(bg, dj.ID, sql.RunFilter{})
 	if err != nil || len(runs) != 2 || runs[0].Trigger != chronos.TriggerRedrive || runs[0].RedriveOf == nil || *runs[0].RedriveOf != dead.ID {
 		t.Fatalf("after redrive the job's runs are %v (%v), want a redrive of run %d on top", runs, err, dead.ID)
@@ -208,6 +223,16 @@ func TestBrowser(t *testing.T) {
 			chromedp.Navigate(base+p),
 			chromedp.WaitReady(css("body")))
 		wide := value(t, ctx, "375 px: "+p, js[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+		// The job list's, the dead letters' and a job's runs' tables show
+		// their rows without sideways scrolling: every cell within the
+		// screen.
+		if p == "/ui/jobs" || p == "/ui/runs" || p == "/ui/jobs/"+strconv.FormatInt(jobID, 10) {
+			out := value(t, ctx, "375 px: "+p, js[string](`[...document.querySelectorAll("table.stack")].flatMap(t => [...t.querySelectorAll("tbody td")]).filter(td => { const r = td.getBoundingClientRect(); return r.width > 0 && (r.right > window.innerWidth + 1 || r.left < -1) }).map(td => td.dataset.label || td.className || td.textContent.slice(0, 20)).join(", ")`))
+			rows := value(t, ctx, "375 px: "+p, js[int](`document.querySelectorAll("table.stack tbody tr").length`))
+			if out != "" || rows == 0 {
+				t.Errorf("%s at 375 px: %d rows, cells outside the screen: %s", p, rows, out)
+			}
+		}
 		if wide {
 			culprits := value(t, ctx, "375 px: "+p, js[string](`[...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 5).map(e => e.tagName + "." + e.className + "#" + e.id + " " + Math.round(e.getBoundingClientRect().right)).join(", ")`))
 			t.Errorf("%s is wider than a 375 px screen: %s", p, culprits)
