@@ -23,8 +23,10 @@
 //
 // Every page reads through the same sql functions as the API endpoint that
 // shows the same thing (sql.Jobs for the job search, sql.AllRuns and
-// sql.RedriveAll for the dead letters, sql.History for a job's audit
-// history, chronos.Job.Preview for fire times), so the two never disagree;
+// sql.RedriveAll for the dead letters, sql.Runs for a job's runs, paged
+// by the same keyset cursor, sql.History for a job's audit history,
+// sql.RotateSigningSecret for its signing secrets, chronos.Job.Preview
+// for fire times), so the two never disagree;
 // a change made in the console is audited under the API key's name, as
 // through the API.
 //

@@ -60,6 +60,18 @@ func TestScreenshots(t *testing.T) {
 	if _, err := e.in.DB.UpdateJob(oncall, paused.ID, &chronos.JobUpdate{Enabled: chronos.Some(false)}); err != nil {
 		t.Fatal(err)
 	}
+	// The report's page shows the policies and a signing secret in its
+	// grace period.
+	if _, err := e.in.DB.UpdateJob(oncall, report.ID, &chronos.JobUpdate{Misfire: chronos.Some(chronos.MisfireAll), JitterSeconds: chronos.Some(30),
+		StartingDeadlineSeconds: chronos.Some(600), OnDeadURL: chronos.Some(tg.URL + "/hooks/alerts"), SecretHeaders: chronos.Some([]string{"X-Team"}),
+		Exclude: chronos.Some([]chronos.DateRange{{From: "2026-12-24", To: "2026-12-26"}})}); err != nil {
+		t.Fatal(err)
+	}
+	for _, grace := range []time.Duration{0, 24 * time.Hour} {
+		if _, err := e.in.DB.RotateSigningSecret(oncall, report.ID, chronos.NewSigningSecret(), grace); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var last, dead *chronos.Run
 	for i := range 6 {
 		for _, j := range []*chronos.Job{report, billing} {
@@ -71,6 +83,12 @@ func TestScreenshots(t *testing.T) {
 			reactortest.WaitTerminal(t, e.in.DB, dead.ID, 10*time.Second)
 		}
 	}
+	// The dead run's page links to its redrive.
+	redrive, err := e.in.DB.Redrive(t.Context(), dead.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reactortest.WaitTerminal(t, e.in.DB, redrive.ID, 10*time.Second)
 	pages := []struct{ name, path, ready string }{
 		{"overview", "/ui/", "svg.chart"},
 		{"jobs", "/ui/jobs", "table.list"},
@@ -112,6 +130,13 @@ func TestScreenshots(t *testing.T) {
 			}
 			shot(p.name)
 		}
+		// The job list and the dead letters on a phone.
+		for _, p := range []struct{ name, path string }{{"jobs-narrow", "/ui/jobs"}, {"dead-letters-narrow", "/ui/runs"}} {
+			run(t, ctx, p.name, chromedp.EmulateViewport(375, 760), chromedp.Navigate(e.srv.URL+p.path), chromedp.WaitVisible(css("table.list")),
+				until(`document.readyState === "complete"`, 5*time.Second))
+			shot(p.name)
+		}
+		run(t, ctx, "back to desktop", chromedp.EmulateViewport(1200, 760))
 		if errs := blog.Errors(); len(errs) > 0 {
 			t.Errorf("the browser reported errors (%s):\n%s", scheme, strings.Join(errs, "\n"))
 		}
