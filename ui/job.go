@@ -195,6 +195,13 @@ func (c *Console) createJob(w nethttp.ResponseWriter, r *nethttp.Request, s *ses
 	if err == nil {
 		err = c.checkTargets(j.TargetURL, f.OnDeadURL)
 	}
+	secret := ""
+	if err == nil && r.PostForm.Get("generate_signing_secret") == "true" {
+		// As POST /v1/jobs with generate_signing_secret: the job's own
+		// secret from its first delivery, shown once below.
+		secret = chronos.NewSigningSecret()
+		j.SigningSecrets = []chronos.SigningSecret{{Secret: secret, CreatedAt: time.Now().UTC()}}
+	}
 	if err == nil {
 		err = c.db.CreateJob(r.Context(), j)
 	}
@@ -207,6 +214,12 @@ func (c *Console) createJob(w nethttp.ResponseWriter, r *nethttp.Request, s *ses
 		return
 	}
 	c.log.Info("console: job created", "job_id", j.ID, "key", s.Name)
+	if secret != "" {
+		w.Header().Set("Cache-Control", "no-store")
+		c.render(w, r, s, nethttp.StatusOK, "secret", "Signing secret of "+j.Name,
+			map[string]any{"Job": j.Redacted(), "Secret": secret, "Created": true})
+		return
+	}
 	c.redirectDone(w, r, Prefix+"jobs/"+strconv.FormatInt(j.ID, 10), "created")
 }
 

@@ -1,7 +1,9 @@
 package ui_test
 
 import (
+	"html"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
+	"github.com/chronoshq/chronos/sql"
 )
 
 // TestTimesInUTCAreShownOnce: a job in UTC shows its fire times in one
@@ -72,5 +75,32 @@ func TestJobRunsFragment(t *testing.T) {
 	code, _, body := c.do("GET", "/ui/jobs/"+id+"/runs?status=pending", nil, map[string]string{"HX-Request": "true"})
 	if code != http.StatusOK || strings.Contains(body, "<html") || !strings.HasPrefix(body, `<section class="card" id="runs">`) || strings.Count(body, `<tr id="run-`) != 3 {
 		t.Errorf("the runs fragment with htmx: %d\n%s", code, body)
+	}
+}
+
+// TestCreateWithItsOwnSigningSecret: the new-job form can give the job
+// its own signing secret, shown once on the page that answers the create,
+// and stored as the job's current secret.
+func TestCreateWithItsOwnSigningSecret(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, false)
+	c := e.client(t)
+	c.signIn(writeKey)
+	code, _, body := c.post("/ui/jobs", url.Values{"name": {"signed"}, "kind": {"cron"}, "cron_expr": {"0 3 * * *"}, "timezone": {"UTC"},
+		"method": {"POST"}, "target_url": {"http://127.0.0.1:9/x"}, "timeout_seconds": {"30"}, "max_retries": {"3"}, "backoff": {"exponential"},
+		"backoff_base_seconds": {"2"}, "backoff_max_seconds": {"600"}, "overlap": {"allow"}, "misfire": {"one"}, "jitter_seconds": {"0"},
+		"enabled": {"true"}, "generate_signing_secret": {"true"}})
+	m := regexp.MustCompile(`<pre class="body secret" id="new-secret">(whsec_[^<]+)</pre>`).FindStringSubmatch(body)
+	if code != http.StatusOK || m == nil {
+		t.Fatalf("create with its own signing secret: %d\n%s", code, body)
+	}
+	shown := html.UnescapeString(m[1]) // html/template writes + as &#43;
+	jobs, _, err := e.in.DB.Jobs(t.Context(), sql.JobFilter{})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("jobs %v, %v", jobs, err)
+	}
+	j, _ := e.in.DB.Job(t.Context(), jobs[0].ID)
+	if len(j.SigningSecrets) != 1 || j.SigningSecrets[0].Secret != shown || j.SigningSecrets[0].ExpiresAt != nil {
+		t.Errorf("the job's signing secrets %+v, want the one shown (%s), current", j.SigningSecrets, shown)
 	}
 }
