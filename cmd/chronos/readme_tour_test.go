@@ -381,7 +381,9 @@ func TestReadmeTour(t *testing.T) {
 	}
 
 	var last []string // the output of the last shell block
+	start := time.Now()
 	for n, b := range blocks {
+		t.Logf("%6.1fs %s (%s)", time.Since(start).Seconds(), b.where, b.info)
 		switch b.info {
 		case "sh dev":
 			if strings.TrimSpace(b.text) != "make dev" {
