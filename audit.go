@@ -104,3 +104,13 @@ func wireFields(j *Job) map[string]json.RawMessage {
 	}
 	return m
 }
+
+// DeletedJob is a deleted job as its audit history remembers it: the id
+// its history is kept under, its name, and when and by whom it was
+// deleted. It lets a job's history be found by name after the job is gone.
+type DeletedJob struct {
+	ID        int64     `json:"id"`
+	Name      string    `json:"name"`
+	DeletedAt time.Time `json:"deleted_at"`
+	DeletedBy string    `json:"deleted_by"`
+}

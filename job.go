@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -372,8 +372,13 @@ func ValidateTargetURL(u string) error {
 	if p.User != nil {
 		return fmt.Errorf("must not carry credentials; use headers")
 	}
-	if ip := net.ParseIP(p.Hostname()); ip != nil && IsMetadataIP(ip) {
-		return fmt.Errorf("the metadata address is never allowed")
+	// The same words as the address policy's (TargetPolicy.CheckURL), so a
+	// refused metadata address reads alike at create and at PATCH, whatever
+	// the field and whichever check saw it first.
+	if a, err := netip.ParseAddr(p.Hostname()); err == nil {
+		if e := Metadata(a); e != nil {
+			return e
+		}
 	}
 	return nil
 }

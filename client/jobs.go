@@ -340,3 +340,16 @@ func EncodeUpdate(u *chronos.JobUpdate) (json.RawMessage, error) {
 	}
 	return json.Marshal(out)
 }
+
+// DeletedJobs returns the deleted jobs that had name, newest deletion
+// first (GET /v1/jobs/deleted): the ids under which their histories are
+// kept.
+func (c *Client) DeletedJobs(ctx context.Context, name string) ([]chronos.DeletedJob, error) {
+	var p struct {
+		Jobs []chronos.DeletedJob `json:"jobs"`
+	}
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/jobs/deleted", query: url.Values{"name": {name}}}, &p); err != nil {
+		return nil, err
+	}
+	return p.Jobs, nil
+}

@@ -46,3 +46,24 @@ func (s *Server) jobHistory(c *gin.Context) {
 	}
 	c.JSON(nethttp.StatusOK, out)
 }
+
+// deletedJobs is GET /v1/jobs/deleted?name=NAME: the deleted jobs that had
+// that name, newest first, so that a job's history (which outlives it) can
+// be found by name once no job has the name.
+func (s *Server) deletedJobs(c *gin.Context) {
+	q, err := parseQuery(c, "name")
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if q["name"] == "" {
+		s.fail(c, invalid("name", "is required"))
+		return
+	}
+	jobs, err := s.db.DeletedJobs(c.Request.Context(), q["name"])
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(nethttp.StatusOK, gin.H{"jobs": jobs})
+}

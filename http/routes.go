@@ -42,6 +42,7 @@ func (s *Server) routes() *gin.Engine {
 	v1.GET("/jobs", s.listJobs)
 	v1.POST("/jobs/pause", s.pauseJobs)
 	v1.POST("/jobs/resume", s.resumeJobs)
+	v1.GET("/jobs/deleted", s.deletedJobs)
 	v1.GET("/jobs/:id", s.getJob)
 	v1.PATCH("/jobs/:id", s.updateJob)
 	v1.DELETE("/jobs/:id", s.deleteJob)

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"net/http/httptest"
 	"net/netip"
 	"testing"
 
@@ -43,4 +44,29 @@ func TestTargetPolicyAtCreateAndPatch(t *testing.T) {
 	wantFields(t, strict.do("PATCH", path, map[string]any{"target_url": "http://192.168.1.1/"}), "target_url")
 	wantFields(t, open.do("PATCH", path, map[string]any{"target_url": "http://[::ffff:169.254.169.254]/"}), "target_url")
 	wantStatus(t, open.do("PATCH", path, map[string]any{"target_url": "http://192.168.1.1/"}), 200)
+}
+
+// TestMetadataRefusalReadsAlike: a cloud metadata address is refused with
+// the same words whatever the field (target_url, on_dead_url) and whether
+// it comes at create or at PATCH (which different checks see first).
+func TestMetadataRefusalReadsAlike(t *testing.T) {
+	t.Parallel()
+	e := newEnvDB(t, newEnv(t).db, func(c *Config) { c.TargetPolicy = chronos.TargetPolicy{AllowPrivate: true} })
+	const bad = "http://169.254.169.254/latest/meta-data"
+	want := "address 169.254.169.254 is a cloud metadata or credential endpoint (169.254.0.0/16) and is never allowed"
+	j := e.createJob(cronJob("meta"))
+	path := "/v1/jobs/" + itoa64(j.ID)
+	for i, field := range []string{"target_url", "on_dead_url"} {
+		b := cronJob("meta-" + itoa64(int64(i)))
+		b[field] = bad
+		for what, w := range map[string]*httptest.ResponseRecorder{
+			"create": e.do("POST", "/v1/jobs", b),
+			"PATCH":  e.do("PATCH", path, map[string]any{field: bad}),
+		} {
+			wantFields(t, w, field)
+			if got := errorOf(t, w).Fields[field]; got != want {
+				t.Errorf("%s %s: %q, want %q", what, field, got, want)
+			}
+		}
+	}
 }

@@ -9,14 +9,24 @@
 # Needs Go and, without DATABASE_URL, the Postgres server binaries (initdb,
 # pg_ctl; found in PATH or /usr/lib/postgresql/*/bin). Any chronos variable
 # you export (WORKER_CONCURRENCY, LOG_LEVEL, ...) is passed to the replicas.
+#
+# chronos-1 is started first and waited for until it leads, so the leader is
+# the instance on :8080, as the README's tour says.
+#
+# For tests and for a second cluster side by side (cmd/chronos/readme_test.go
+# runs the tour against this script):
+#   DEV_PORTS="8080 8081"  the replicas' ports
+#   DEV_RECEIVE_PORT=9000  the receiver's port
+#   DEV_STATE=bin/dev      where the pid files go
+#   DEV_BIN=path           a chronos binary to run instead of building bin/chronos
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-BIN="$ROOT/bin/chronos"
-STATE="$ROOT/bin/dev" # pid files, so the README's `kill -9 $(cat bin/dev/chronos-1.pid)` works
-PORTS=(8080 8081)
-RECEIVE_PORT=9000
+BIN="${DEV_BIN:-$ROOT/bin/chronos}"
+STATE="${DEV_STATE:-$ROOT/bin/dev}" # pid files, so the README's `kill -9 $(cat bin/dev/chronos-1.pid)` works
+read -r -a PORTS <<<"${DEV_PORTS:-8080 8081}"
+RECEIVE_PORT="${DEV_RECEIVE_PORT:-9000}"
 RESTART_DELAY=3 # seconds before a replica that died is started again
 
 export API_KEYS="${API_KEYS:-dev-key}"
@@ -39,11 +49,15 @@ TMP=""
 PG_BIN=""
 PG_STARTED=""
 declare -A PIDS=() # name -> pid
+OWN_PIDFILES=()    # the pid files this invocation wrote: the only ones it removes
 
 cleanup() {
 	local code=$?
 	trap - EXIT INT TERM HUP PIPE
 	set +e # clean up as much as possible, whatever fails
+	if ((${#PIDS[@]} == 0)) && [[ -z $PG_STARTED && -z $TMP ]]; then
+		exit "$code" # nothing was started (say, a port was in use)
+	fi
 	say "stopping..." 2>/dev/null
 	local pid
 	for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
@@ -54,7 +68,10 @@ cleanup() {
 		kill -KILL "$pid" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
-	rm -f "$STATE"/*.pid
+	# Only our own pid files: a second `make dev` that refused to start
+	# (port in use) must leave the running cluster's alone.
+	local f
+	for f in "${OWN_PIDFILES[@]}"; do rm -f "$f"; done
 	if [[ -n $PG_STARTED ]]; then
 		as_pg "$PG_BIN/pg_ctl" -D "$TMP/data" -m fast -w stop >/dev/null 2>&1 || true
 	fi
@@ -127,6 +144,7 @@ start() {
 	) 2>&1 &
 	PIDS[$name]=$!
 	echo "$!" >"$STATE/$name.pid"
+	[[ " ${OWN_PIDFILES[*]} " == *" $STATE/$name.pid "* ]] || OWN_PIDFILES+=("$STATE/$name.pid")
 }
 
 start_replica() {
@@ -146,31 +164,64 @@ else
 	start_postgres
 fi
 
-say "building bin/chronos"
-go build -o "$BIN" ./cmd/chronos
+# build compiles bin/chronos and shows progress: the first build downloads
+# the modules and compiles every package, a minute or two of silence
+# otherwise. -v names each package as it is compiled (none when all are
+# cached), and go names each module it downloads.
+build() {
+	if [[ -n ${DEV_BIN:-} ]]; then
+		say "using $BIN (DEV_BIN)"
+		return
+	fi
+	say "building bin/chronos (the first time, go downloads the modules and compiles every package: a minute or two)"
+	local n=0 failed="" line
+	while IFS= read -r line; do
+		case $line in
+		"dev: go build failed") failed=1 ;;
+		"go: downloading "*) say "  ${line#go: }" ;;
+		*[[:space:]]* | *:*) printf '%s\n' "$line" >&2 ;; # a compiler message: show it whole
+		*)
+			n=$((n + 1))
+			if ((n % 20 == 0)); then say "  compiled $n packages (now $line)"; fi
+			;;
+		esac
+	done < <(go build -v -o "$BIN" ./cmd/chronos 2>&1 || echo "dev: go build failed")
+	[[ -z $failed ]] || die "go build failed"
+	say "built bin/chronos ($n packages compiled)"
+}
+build
 
 "$BIN" migrate >/dev/null # once, before the replicas race for it (they would wait on its lock anyway)
 start receive 32 receive --addr "127.0.0.1:$RECEIVE_PORT"
-start_replica 1
-start_replica 2
 
-for i in 1 2; do
-	until curl -fsS -o /dev/null "http://127.0.0.1:${PORTS[i - 1]}/readyz" 2>/dev/null; do
+# wait_ready I [leader] waits until chronos-I is ready (and leads).
+wait_ready() {
+	local i=$1 want=${2:-} body
+	until body=$(curl -fsS "http://127.0.0.1:${PORTS[i - 1]}/readyz" 2>/dev/null) &&
+		{ [[ -z $want ]] || [[ $body == *'"self":true'* ]]; }; do
 		kill -0 "${PIDS[chronos-$i]}" 2>/dev/null || die "chronos-$i exited during startup"
 		sleep 0.2
 	done
-done
+}
+# chronos-1 first, until it leads: then the instance on the first port is
+# the leader, whose events the tour's tap shows.
+start_replica 1
+wait_ready 1 leader
+start_replica 2
+wait_ready 2
 
 cat <<EOF
 
 $(esc 1)Chronos dev cluster is up$(esc 0)
   database   $DATABASE_URL
-  chronos-1  http://localhost:8080   pid ${PIDS[chronos-1]} (bin/dev/chronos-1.pid)
-  chronos-2  http://localhost:8081   pid ${PIDS[chronos-2]} (bin/dev/chronos-2.pid)
-  receive    http://localhost:9000   webhook target; verifies signatures with SIGNING_SECRET=$SIGNING_SECRET
+  chronos-1  http://localhost:${PORTS[0]}   pid ${PIDS[chronos-1]} (${STATE#"$ROOT"/}/chronos-1.pid), the leader
+  chronos-2  http://localhost:${PORTS[1]}   pid ${PIDS[chronos-2]} (${STATE#"$ROOT"/}/chronos-2.pid)
+  receive    http://localhost:$RECEIVE_PORT   webhook target; verifies signatures with SIGNING_SECRET=$SIGNING_SECRET
+  console    http://localhost:${PORTS[0]}/ui/   sign in with ${API_KEYS%%,*}
   API key    $API_KEYS
-             curl -H 'Authorization: Bearer ${API_KEYS%%,*}' localhost:8080/v1/jobs
-  event tap  bin/chronos tap --key ${API_KEYS%%,*} --url http://localhost:8080,http://localhost:8081
+             curl -H 'Authorization: Bearer ${API_KEYS%%,*}' localhost:${PORTS[0]}/v1/jobs
+  event tap  bin/chronos tap --key ${API_KEYS%%,*} --url http://localhost:${PORTS[0]},http://localhost:${PORTS[1]}
+  the CLI    export PATH="${BIN%/*}:\$PATH" CHRONOS_API_KEY=${API_KEYS%%,*}   # then: chronos jobs list
 A replica that dies is started again after ${RESTART_DELAY}s. Ctrl-C stops everything.
 
 EOF

@@ -61,7 +61,8 @@ const clockSkewVar = "CHRONOS_CLOCK_SKEW"
 
 // envVar is one environment variable of `chronos serve`: its default (as
 // the user would write it), what it means, and how it is applied. The
-// table drives parsing, `chronos serve --help` and the README's table.
+// table drives parsing, `chronos serve --help` and the configuration table of
+// docs/operations.md (readme_test.go holds the two to each other).
 type envVar struct {
 	name  string
 	def   string // "" when there is no default

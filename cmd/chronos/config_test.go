@@ -206,7 +206,7 @@ func TestLoadServeConfigErrors(t *testing.T) {
 		{"ftp://hooks.example.com/T0ken", "", "invalid DEAD_LETTER_WEBHOOK: scheme must be http or https"},
 		{"https://u:T0ken@hooks.example.com/", "", "invalid DEAD_LETTER_WEBHOOK: must not carry credentials; use headers"},
 		{"http://10.1.2.3/T0ken", "", "invalid DEAD_LETTER_WEBHOOK: "},
-		{"http://169.254.169.254/T0ken", "true", "invalid DEAD_LETTER_WEBHOOK: the metadata address is never allowed"},
+		{"http://169.254.169.254/T0ken", "true", "invalid DEAD_LETTER_WEBHOOK: address 169.254.169.254 is a cloud metadata or credential endpoint (169.254.0.0/16) and is never allowed"},
 	} {
 		_, err := loadServeConfig(mapEnv(map[string]string{"DATABASE_URL": goodDSN, "API_KEYS": "k",
 			"DEAD_LETTER_WEBHOOK": tc.url, "ALLOW_PRIVATE_TARGETS": tc.private}))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -138,7 +139,15 @@ func resolveJob(ctx context.Context, c *client.Client, arg string) (*chronos.Job
 			return j, nil
 		}
 	}
-	return nil, &chronos.Error{Code: chronos.ENOTFOUND, Message: fmt.Sprintf("no job named %q", arg)}
+	return nil, noJobNamed(arg)
+}
+
+// noJobNamed is the error for a name no job has: the answer of the
+// lookup by name, a 404 as the API's own answer for an id would be, so
+// it prints alike ("chronos: not_found: no job named "x" (HTTP 404)").
+func noJobNamed(name string) error {
+	return &client.Error{Status: http.StatusNotFound,
+		API: &chronos.Error{Code: chronos.ENOTFOUND, Message: fmt.Sprintf("no job named %q", name)}}
 }
 
 // resolveID is resolveJob's id, without a lookup for a number.
@@ -496,8 +505,12 @@ func jobsHistory(a *apiFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// A deleted job keeps its history: an id needs no lookup.
+			// A deleted job keeps its history: an id needs no lookup, and
+			// a name no job has now is looked up among the deleted ones.
 			id, err := resolveID(cmd.Context(), c, args[0])
+			if client.Code(err) == chronos.ENOTFOUND {
+				id, err = deletedJobID(cmd.Context(), c, args[0], err)
+			}
 			if err != nil {
 				return err
 			}
@@ -524,6 +537,21 @@ func jobsHistory(a *apiFlags) *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "next_cursor of the previous page")
 	return cmd
+}
+
+// deletedJobID is the id of the job named name that was deleted last, or
+// notFound when none was (or the server cannot tell).
+func deletedJobID(ctx context.Context, c *client.Client, name string, notFound error) (int64, error) {
+	gone, err := c.DeletedJobs(ctx, name)
+	switch {
+	case client.Code(err) == chronos.ENOTFOUND || client.Code(err) == chronos.EINVALID:
+		return 0, notFound // a server without GET /v1/jobs/deleted
+	case err != nil:
+		return 0, err
+	case len(gone) == 0:
+		return 0, notFound
+	}
+	return gone[0].ID, nil
 }
 
 func jobsSchedule(a *apiFlags) *cobra.Command {

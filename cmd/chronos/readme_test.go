@@ -18,22 +18,29 @@ import (
 	"github.com/chronoshq/chronos/reactor"
 )
 
-// TestReadmeDocumentsEveryVariable: the configuration table of the README
-// has a row for every variable serve reads.
+// The docs these tests hold to the code (they moved out of the README).
+const (
+	configDoc   = "../../docs/operations.md" // the configuration table
+	securityDoc = "../../docs/security.md"   // the signature samples
+)
+
+// TestReadmeDocumentsEveryVariable: the configuration table of the
+// operations page has a row for every variable serve reads.
 func TestReadmeDocumentsEveryVariable(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(configDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range serveVars {
 		if !strings.Contains(string(b), "| `"+v.name+"` |") {
-			t.Errorf("README.md has no configuration row for %s", v.name)
+			t.Errorf("%s has no configuration row for %s", configDoc, v.name)
 		}
 	}
 }
 
-// verifyFromReadme is the README's Go signature check, word for word.
+// verifyFromReadme is the security page's Go signature check, word for
+// word (TestReadmeSignatureSample checks that the page still has it).
 func verifyFromReadme(secret string, r *http.Request, body []byte) bool {
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	if err != nil {
@@ -88,6 +95,19 @@ func readmeCases() []readmeCase {
 // secret or an old timestamp.
 func TestReadmeSignatureSample(t *testing.T) {
 	t.Parallel()
+	doc, err := os.ReadFile(securityDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("readme_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := string(src[strings.Index(string(src), "func verifyFromReadme("):])
+	fn = strings.Replace(fn[:strings.Index(fn, "\n}\n")+3], "verifyFromReadme", "verify", 1)
+	if !strings.Contains(string(doc), fn) {
+		t.Errorf("%s's Go sample is no longer verifyFromReadme, word for word:\n%s", securityDoc, fn)
+	}
 	for _, tc := range readmeCases() {
 		r := httptest.NewRequest("POST", "/", nil)
 		r.Header.Set(reactor.HeaderWebhookID, tc.id)
@@ -99,19 +119,19 @@ func TestReadmeSignatureSample(t *testing.T) {
 	}
 }
 
-// TestReadmeSignatureSamplesOtherLanguages runs the README's Python and
-// Node samples, as written, on the same cases (skipped where python3 or
+// TestReadmeSignatureSamplesOtherLanguages runs the security page's Python
+// and Node samples, as written, on the same cases (skipped where python3 or
 // node is not installed).
 func TestReadmeSignatureSamplesOtherLanguages(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(securityDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	block := func(after, fence string) string {
 		i := strings.Index(string(b), after)
 		if i < 0 {
-			t.Fatalf("README has no %q", after)
+			t.Fatalf("%s has no %q", securityDoc, after)
 		}
 		rest := string(b[i:])
 		j := strings.Index(rest, "```"+fence+"\n")
