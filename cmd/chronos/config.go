@@ -167,7 +167,7 @@ var serveVars = []envVar{
 		boolVar(func(c *serveConfig) *bool { return &c.AuthDisabled })},
 	{"SIGNING_SECRET", "", "when set, every delivery carries X-Chronos-Timestamp and an HMAC-SHA256 X-Chronos-Signature",
 		func(c *serveConfig, v string) error { c.SigningSecret = v; return nil }},
-	{"CONSOLE_SESSION_SECRET", "", "mixed into the key that signs console session cookies; set the same value on every instance so that the sha256: digests of API_KEYS alone cannot mint a console session",
+	{"CONSOLE_SESSION_SECRET", "", "optional: mixed into the key that signs console session cookies (beside the cluster secret kept in the database); set the same value on every instance, change it to end every session",
 		func(c *serveConfig, v string) error { c.ConsoleSessionSecret = v; return nil }},
 	{"RATE_LIMIT", "1000", "requests per second each API key may make to one instance (429 with Retry-After past it); 0 turns the limit off",
 		func(c *serveConfig, v string) error {
