@@ -74,7 +74,8 @@ var claimSQL = `
 		SELECT r.id, r.job_id, r.available_at,
 		       (SELECT j.overlap <> 'allow' FROM jobs j WHERE j.id = r.job_id) AS exclusive
 		  FROM job_runs r
-		 WHERE r.status = 'pending' AND r.available_at <= now() + $4::bigint * interval '1 microsecond'
+		 WHERE r.status = 'pending' AND NOT r.held
+		   AND r.available_at <= now() + $4::bigint * interval '1 microsecond'
 		   AND ` + claimableSQL + `
 		 ORDER BY r.available_at, r.id
 		 LIMIT $2
@@ -117,21 +118,6 @@ const claimableSQL = `(SELECT (j.overlap = 'allow'
 // claimSQL.
 const pastDeadline = `coalesce(r.trigger = 'schedule' AND r.attempt_count = 0
 	AND r.available_at + j.starting_deadline_seconds * interval '1 second' < now(), false)`
-
-// unlockSQL is a fragment of the statements that take runs out of leased
-// or running (complete, release, reclaim), given a CTE "freed" of their
-// ids: it drops their job_run_locks rows and touches the run waiting
-// behind each, so that run's NOTIFY wakes the dispatchers now rather than
-// at the next idle poll.
-const unlockSQL = `
-	unlocked AS (
-		DELETE FROM job_run_locks l USING freed WHERE l.run_id = freed.id
-		RETURNING l.job_id, l.run_id
-	), woken AS (
-		UPDATE job_runs w SET available_at = w.available_at
-		  FROM unlocked u
-		 WHERE w.job_id = u.job_id AND w.status = 'pending' AND w.id <> u.run_id
-	)`
 
 // Claim leases up to n pending runs with available_at <= now() to worker,
 // in one statement (FOR UPDATE SKIP LOCKED), counting the attempt.
@@ -240,7 +226,7 @@ func (db *DB) Release(ctx context.Context, l Lease) error {
 		), forgotten AS (
 			DELETE FROM run_attempts a USING freed
 			 WHERE a.run_id = freed.id AND a.attempt = $3
-		), `+unlockSQL+`
+		)
 		SELECT count(*) FROM freed`, l.RunID, l.Worker, l.Attempt).Scan(&n)
 	if err != nil {
 		return mapErr(err, "release run")

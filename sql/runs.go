@@ -211,7 +211,7 @@ func (db *DB) NextAvailable(ctx context.Context) (*time.Time, error) {
 	var t *time.Time
 	err := db.Pool.QueryRow(ctx, `
 		SELECT r.available_at FROM job_runs r
-		 WHERE r.status = 'pending' AND `+claimableSQL+`
+		 WHERE r.status = 'pending' AND NOT r.held AND `+claimableSQL+`
 		 ORDER BY r.available_at, r.id
 		 LIMIT 1`).Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {
