@@ -17,6 +17,10 @@ type Claimed struct {
 	// clock at the end of the claim: zero unless it was claimed ahead
 	// (see ClaimAhead).
 	Wait time.Duration
+	// Due is Wait from when the claim's answer arrived, by this process's
+	// clock: when to send a run claimed ahead (zero otherwise). Such a run
+	// must be marked started with StartAhead before it is sent.
+	Due time.Time
 }
 
 // Lease identifies the worker's hold on one attempt of a run; it fences
@@ -157,7 +161,34 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 	if err != nil {
 		return nil, mapErr(err, "claim runs")
 	}
+	arrived := time.Now()
+	for i := range out {
+		if out[i].Wait > 0 {
+			out[i].Due = arrived.Add(out[i].Wait)
+		}
+	}
 	return out, nil
+}
+
+// StartAhead marks a run claimed ahead of its instant running, fenced on
+// its lease: the worker calls it shortly before the instant and sends the
+// run only if it succeeds. ErrLeaseLost when the run is gone or no longer
+// this worker's: a pause or schedule change deletes runs claimed ahead
+// that are still only leased (see UpdateJob), waiting for a StartAhead in
+// flight, so once the API has answered the change no run of the old plan
+// is sent. It creates no run_attempts row: Start and Complete do, as for
+// any other run.
+func (db *DB) StartAhead(ctx context.Context, l Lease) error {
+	tag, err := db.Pool.Exec(ctx, `
+		UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
+		 WHERE `+fence, l.RunID, l.Worker, l.Attempt)
+	if err != nil {
+		return mapErr(err, "start run ahead")
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("start run %d attempt %d ahead: %w", l.RunID, l.Attempt, ErrLeaseLost)
+	}
+	return nil
 }
 
 // Start marks a leased run running and records the attempt's start.
