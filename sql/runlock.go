@@ -166,4 +166,3 @@ func reoverlap(ctx context.Context, tx pgx.Tx, id int64, before, after chronos.O
 	}
 	return nil
 }
-
