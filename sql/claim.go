@@ -9,7 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Claimed is a run handed to a worker, with the job it belongs to.
+// Claimed is a run handed to a worker, with the job it belongs to: only
+// the fields delivering it needs are set (see claimRunColumns and
+// claimJobColumns); read the rest with Run or Job.
 type Claimed struct {
 	Run *chronos.Run
 	Job *chronos.Job
@@ -55,7 +57,13 @@ const fence = "id = $1 AND leased_by = $2 AND attempt_count = $3 AND status IN (
 //     job's row in job_run_locks says so; a claim takes it with ON CONFLICT
 //     DO NOTHING, which consults the unique index, not this statement's
 //     snapshot, so of two instances claiming runs of one job at once only
-//     one wins, and one claim takes at most one run of such a job.
+//     one wins, and one claim takes at most one run of such a job. Most
+//     such runs are not even looked at: a run waiting behind the lock or
+//     behind an earlier run of its job is held (job_runs.held, see
+//     runlock.go) and so not in job_runs_claimable_idx, which the claim
+//     walks; only the head of each such job's queue is. Triggers release
+//     the lock and promote the next held run whatever statement ends the
+//     active one.
 //   - a scheduled run of an enabled job whose next_run_at is not after
 //     now: the materializer has not caught up with the job (no leader for
 //     a while), and when it does it may fold that run into a catch-up. A
@@ -101,12 +109,50 @@ var claimSQL = `
 		  FROM picked
 		 WHERE r.id = picked.id
 		   AND (NOT picked.exclusive OR picked.id IN (SELECT run_id FROM locked))
-		RETURNING r.*
+		RETURNING ` + qualified("r", claimRunColumns) + `
 	)
-	SELECT ` + qualified("l", runColumns) + `, ` + qualified("j", jobColumns) + `,
+	SELECT ` + qualified("l", claimRunColumns) + `, ` + qualified("j", claimJobColumns) + `,
 	       greatest(0, extract(epoch FROM l.available_at - clock_timestamp()) * 1000000)::bigint
 	  FROM leased l JOIN jobs j ON j.id = l.job_id
 	 ORDER BY l.available_at, l.id`
+
+// The slim claim (issue 21): a claim returns what delivering the run
+// needs, and nothing else: the request (target, method, headers, payload,
+// timeout), its signature (secrets), the retry delay (backoff), the
+// headers that identify the run, and the lease. Not the job's name,
+// schedule, policies, labels or description, nor the run's history.
+const (
+	claimRunColumns = "id, job_id, scheduled_at, trigger, catch_up, attempt_count, available_at, leased_until, created_at"
+	claimJobColumns = "id, target_url, method, headers, payload, timeout_seconds, backoff, backoff_base_seconds, " +
+		"backoff_max_seconds, signing_secrets"
+)
+
+// scanClaimed reads a row of the claim: claimRunColumns, claimJobColumns
+// and the wait in microseconds. The run is leased to worker.
+func scanClaimed(row pgx.CollectableRow, worker string) (Claimed, error) {
+	var (
+		r       = chronos.Run{Status: chronos.StatusLeased}
+		j       chronos.Job
+		payload []byte
+		secrets []storedSecret
+		wait    int64
+	)
+	if err := row.Scan(&r.ID, &r.JobID, &r.ScheduledAt, &r.Trigger, &r.CatchUp, &r.AttemptCount, &r.AvailableAt,
+		&r.LeasedUntil, &r.CreatedAt,
+		&j.ID, &j.TargetURL, &j.Method, &j.Headers, &payload, &j.TimeoutSeconds, &j.Backoff,
+		&j.BackoffBaseSeconds, &j.BackoffMaxSeconds, &secrets, &wait); err != nil {
+		return Claimed{}, err
+	}
+	r.LeasedBy = &worker
+	if payload != nil {
+		j.Payload = append([]byte(nil), payload...)
+	}
+	if j.Headers == nil {
+		j.Headers = map[string]string{}
+	}
+	j.SigningSecrets = fromStored(secrets)
+	return Claimed{Run: normRun(&r), Job: &j, Wait: time.Duration(wait) * time.Microsecond}, nil
+}
 
 // claimableSQL is the condition on a pending run r that its job puts on
 // claiming it (see claimSQL), as a scalar subquery: false or null (the job
@@ -147,17 +193,7 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 	if err != nil {
 		return nil, mapErr(err, "claim runs")
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) {
-		var (
-			r    chronos.Run
-			js   jobScan
-			wait int64
-		)
-		if err := row.Scan(append(append(runDest(&r), js.dest()...), &wait)...); err != nil {
-			return Claimed{}, err
-		}
-		return Claimed{Run: normRun(&r), Job: js.job(), Wait: time.Duration(wait) * time.Microsecond}, nil
-	})
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) { return scanClaimed(row, worker) })
 	if err != nil {
 		return nil, mapErr(err, "claim runs")
 	}

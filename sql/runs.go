@@ -205,7 +205,7 @@ func (db *DB) Prune(ctx context.Context, retention time.Duration, batch int) (in
 // NextAvailable returns the earliest available_at of a pending run that
 // a claim could take once it is due, or nil. Runs held back behind an
 // active run of their job, or until the materializer catches up with
-// their job (see claimSQL), are left out: the completion or the
+// their job (see claimSQL), are left out: the promotion or the
 // materialization that frees them wakes the dispatchers.
 func (db *DB) NextAvailable(ctx context.Context) (*time.Time, error) {
 	var t *time.Time
