@@ -10,22 +10,30 @@ import (
 // reclaimBatch is how many expired leases one db.Reclaim takes back.
 const reclaimBatch = 1000
 
-// reaper takes back runs whose lease expired: their worker vanished. On
-// the same tick it checks the overlap lock (sweepLocks).
+// lockCheckEvery: the overlap lock check runs on the reaper's first tick
+// and every lockCheckEvery ticks after (a minute at the default 5 s). It
+// is a safety net (the triggers keep the lock right), so it costs the
+// database three small queries a minute, not a second.
+const lockCheckEvery = 12
+
+// reaper takes back runs whose lease expired: their worker vanished. Now
+// and then it checks the overlap lock too (sweepLocks).
 type reaper struct{ r *Reactor }
 
 func newReaper(r *Reactor) *reaper { return &reaper{r: r} }
 
 func (p *reaper) run(ctx context.Context) {
-	tick := time.NewTicker(p.r.cfg.ReaperInterval)
-	defer tick.Stop()
-	for {
+	ticker := time.NewTicker(p.r.cfg.ReaperInterval)
+	defer ticker.Stop()
+	for tick := 0; ; tick++ {
 		p.reap(ctx)
-		p.sweepLocks(ctx)
+		if tick%lockCheckEvery == 0 {
+			p.sweepLocks(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-ticker.C:
 		}
 	}
 }
