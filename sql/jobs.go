@@ -232,7 +232,7 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		// no run of the old plan starts.
 		rows, err := tx.Query(ctx, `
 			DELETE FROM job_runs
-			 WHERE job_id = $1 AND trigger = 'schedule' AND available_at > now()
+			 WHERE job_id = $1 AND status IN ('pending', 'leased') AND trigger = 'schedule' AND available_at > now()
 			   AND (status = 'pending' AND attempt_count = 0
 			        OR status = 'leased' AND attempt_count = 1 AND started_at IS NULL)
 			RETURNING scheduled_at`, id)
