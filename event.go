@@ -44,6 +44,11 @@ const (
 	EventCaughtUp EventType = "materializer.caught_up"
 	// EventReclaimed: the reaper reclaimed Count expired leases.
 	EventReclaimed EventType = "reaper.reclaimed"
+	// EventLocksRepaired: the leader's lock check (sql.SweepRunLocks)
+	// repaired Count things about the overlap lock that should never
+	// happen; Op says what (LockOrphan, LockMissing, LockStalled,
+	// LockAllowed). One event per kind found.
+	EventLocksRepaired EventType = "reaper.locks_repaired"
 	// EventPruned: the pruner deleted Count terminal runs.
 	EventPruned EventType = "pruner.pruned"
 	// EventDropped: a subscriber lost Count events because it fell behind.
@@ -73,6 +78,22 @@ const (
 
 // AlertOutcomes are the outcomes of EventDeadAlert.
 var AlertOutcomes = []string{AlertDelivered, AlertRetrying, AlertFailed, AlertExpired}
+
+// What the lock check repaired (Event.Op of EventLocksRepaired), each a
+// label value of chronos_run_lock_repairs_total.
+const (
+	// LockOrphan: a job_run_locks row whose run was no longer active.
+	LockOrphan = "orphan"
+	// LockMissing: an active run of a skip/queue_one job without one.
+	LockMissing = "missing"
+	// LockStalled: held runs of a job that waited behind nothing.
+	LockStalled = "stalled"
+	// LockAllowed: held runs of a job that allows overlap.
+	LockAllowed = "allowed"
+)
+
+// LockRepairKinds are the kinds of EventLocksRepaired.
+var LockRepairKinds = []string{LockOrphan, LockMissing, LockStalled, LockAllowed}
 
 // Reasons an occurrence is skipped (Event.Op of EventSkipped).
 const (

@@ -37,6 +37,8 @@ var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25
 //	chronos_occurrences_caught_up_total        catch-up runs the leader created after a gap
 //	chronos_dead_alerts_total{outcome}         dead-run alert attempts of this instance: delivered, retrying,
 //	                                           failed (given up), expired (dropped unsent)
+//	chronos_run_lock_repairs_total{kind}       overlap-lock faults the leader's lock check repaired: orphan,
+//	                                           missing, stalled, allowed (see sql.SweepRunLocks); should stay 0
 //	chronos_bus_dropped_events_total           events lost by slow bus subscribers
 //	chronos_bus_published_events_total         events published on the bus
 //	chronos_leader                             1 while this instance leads
@@ -62,6 +64,7 @@ type metrics struct {
 	skipped        *prometheus.CounterVec
 	caughtUp       prometheus.Counter
 	deadAlerts     *prometheus.CounterVec
+	lockRepairs    *prometheus.CounterVec
 	reconnects     prometheus.Counter
 	requests       *prometheus.CounterVec
 	requestSeconds *prometheus.HistogramVec
@@ -88,6 +91,9 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 			[]string{"reason"}),
 		caughtUp: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_occurrences_caught_up_total",
 			Help: "Catch-up runs the leader created, each standing for the occurrences a job missed in a gap."}),
+		lockRepairs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_run_lock_repairs_total",
+			Help: "Overlap-lock faults the leader's lock check found and repaired, by kind (orphan, missing, stalled, allowed); should stay 0."},
+			[]string{"kind"}),
 		deadAlerts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_dead_alerts_total",
 			Help: "Dead-run alerts this instance tried to send, by outcome (delivered; retrying: an attempt failed, " +
 				"another follows; failed: the last attempt failed, the alert is given up; expired: dropped unsent, too old)."},
@@ -102,7 +108,7 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.runs, m.attemptSeconds, m.scheduleLag, m.triggerStart, m.claimBatch, m.skipped, m.caughtUp, m.deadAlerts, m.reconnects,
+		m.runs, m.attemptSeconds, m.scheduleLag, m.triggerStart, m.claimBatch, m.skipped, m.caughtUp, m.deadAlerts, m.lockRepairs, m.reconnects,
 		m.requests, m.requestSeconds,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronos_bus_dropped_events_total",
 			Help: "Events lost by bus subscribers that fell behind."}, func() float64 { return float64(b.Dropped()) }),
@@ -125,6 +131,9 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 	for _, outcome := range chronos.AlertOutcomes {
 		m.deadAlerts.WithLabelValues(outcome)
 	}
+	for _, kind := range chronos.LockRepairKinds {
+		m.lockRepairs.WithLabelValues(kind)
+	}
 	return m
 }
 
@@ -139,7 +148,7 @@ func boolFloat(b bool) float64 {
 func metricEvents(e chronos.Event) bool {
 	switch e.Type {
 	case chronos.EventAttempted, chronos.EventClaimed, chronos.EventResync, chronos.EventSkipped, chronos.EventCaughtUp,
-		chronos.EventDeadAlert:
+		chronos.EventDeadAlert, chronos.EventLocksRepaired:
 		return true
 	}
 	return false
@@ -199,6 +208,10 @@ func (m *metrics) observe(e chronos.Event) {
 	case chronos.EventDeadAlert:
 		if slices.Contains(chronos.AlertOutcomes, e.Op) { // a bounded label set
 			m.deadAlerts.WithLabelValues(e.Op).Inc()
+		}
+	case chronos.EventLocksRepaired:
+		if slices.Contains(chronos.LockRepairKinds, e.Op) {
+			m.lockRepairs.WithLabelValues(e.Op).Add(float64(e.Count))
 		}
 	}
 }

@@ -41,10 +41,7 @@ func (r *Reactor) deliver(c sql.Claimed) {
 		}
 	}()
 
-	if c.Wait > 0 && !r.waitForInstant(c.Wait) {
-		// Shutdown ran out of grace before the run's instant: nothing
-		// was sent.
-		r.release(lease, c.Run.JobID)
+	if c.Wait > 0 && !r.startAhead(c) {
 		return
 	}
 
@@ -120,14 +117,53 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	r.comp.submit(completion{out: out, run: c.Run, done: ren.release})
 }
 
-// waitForInstant holds a run claimed ahead of its instant (see
-// sql.ClaimAhead) until then, before anything about the attempt starts.
-// It is false when the hard shutdown came first.
-func (r *Reactor) waitForInstant(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
+// startAheadLead is how long before a claimed-ahead run's instant its
+// StartAhead is written: about a round trip and a commit, so the write
+// adds nothing to the delay between the instant and the request.
+const startAheadLead = 2 * time.Millisecond
+
+// startAhead holds a run claimed ahead of its instant (see sql.ClaimAhead)
+// until then, marking it started (sql.StartAhead) just before. It is
+// false when the run must not be sent: the start found the lease gone (a
+// pause or schedule change took the run back: it belongs to the old
+// plan), the start failed (the run is released, as it is unconfirmed), or
+// the hard shutdown came first (released: nothing was sent).
+func (r *Reactor) startAhead(c sql.Claimed) bool {
+	lease := c.Lease()
+	if !r.waitUntil(c.Due.Add(-startAheadLead)) {
+		r.release(lease, c.Run.JobID)
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
+	err := r.db.StartAhead(ctx, lease)
+	cancel()
+	switch {
+	case errors.Is(err, sql.ErrLeaseLost):
+		leaseLost(r.log, r.bus, r.cfg.Instance, lease, c.Run.JobID, "start", err)
+		return false
+	case err != nil:
+		r.log.Error("start run ahead failed; releasing it unsent", "run_id", lease.RunID, "err", err)
+		r.release(lease, c.Run.JobID)
+		return false
+	}
+	if !r.waitUntil(c.Due) {
+		r.release(lease, c.Run.JobID)
+		return false
+	}
+	return true
+}
+
+// waitUntil waits until t by the local clock. It is false when the hard
+// shutdown came first.
+func (r *Reactor) waitUntil(t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return r.hard.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
 	select {
-	case <-t.C:
+	case <-tm.C:
 		return true
 	case <-r.hard.Done():
 		return false

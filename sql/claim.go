@@ -9,7 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Claimed is a run handed to a worker, with the job it belongs to.
+// Claimed is a run handed to a worker, with the job it belongs to: only
+// the fields delivering it needs are set (see claimRunColumns and
+// claimJobColumns); read the rest with Run or Job.
 type Claimed struct {
 	Run *chronos.Run
 	Job *chronos.Job
@@ -17,6 +19,10 @@ type Claimed struct {
 	// clock at the end of the claim: zero unless it was claimed ahead
 	// (see ClaimAhead).
 	Wait time.Duration
+	// Due is Wait from when the claim's answer arrived, by this process's
+	// clock: when to send a run claimed ahead (zero otherwise). Such a run
+	// must be marked started with StartAhead before it is sent.
+	Due time.Time
 }
 
 // Lease identifies the worker's hold on one attempt of a run; it fences
@@ -51,7 +57,13 @@ const fence = "id = $1 AND leased_by = $2 AND attempt_count = $3 AND status IN (
 //     job's row in job_run_locks says so; a claim takes it with ON CONFLICT
 //     DO NOTHING, which consults the unique index, not this statement's
 //     snapshot, so of two instances claiming runs of one job at once only
-//     one wins, and one claim takes at most one run of such a job.
+//     one wins, and one claim takes at most one run of such a job. Most
+//     such runs are not even looked at: a run waiting behind the lock or
+//     behind an earlier run of its job is held (job_runs.held, see
+//     runlock.go) and so not in job_runs_claimable_idx, which the claim
+//     walks; only the head of each such job's queue is. Triggers release
+//     the lock and promote the next held run whatever statement ends the
+//     active one.
 //   - a scheduled run of an enabled job whose next_run_at is not after
 //     now: the materializer has not caught up with the job (no leader for
 //     a while), and when it does it may fold that run into a catch-up. A
@@ -74,7 +86,8 @@ var claimSQL = `
 		SELECT r.id, r.job_id, r.available_at,
 		       (SELECT j.overlap <> 'allow' FROM jobs j WHERE j.id = r.job_id) AS exclusive
 		  FROM job_runs r
-		 WHERE r.status = 'pending' AND r.available_at <= now() + $4::bigint * interval '1 microsecond'
+		 WHERE r.status = 'pending' AND NOT r.held
+		   AND r.available_at <= now() + $4::bigint * interval '1 microsecond'
 		   AND ` + claimableSQL + `
 		 ORDER BY r.available_at, r.id
 		 LIMIT $2
@@ -96,12 +109,50 @@ var claimSQL = `
 		  FROM picked
 		 WHERE r.id = picked.id
 		   AND (NOT picked.exclusive OR picked.id IN (SELECT run_id FROM locked))
-		RETURNING r.*
+		RETURNING ` + qualified("r", claimRunColumns) + `
 	)
-	SELECT ` + qualified("l", runColumns) + `, ` + qualified("j", jobColumns) + `,
+	SELECT ` + qualified("l", claimRunColumns) + `, ` + qualified("j", claimJobColumns) + `,
 	       greatest(0, extract(epoch FROM l.available_at - clock_timestamp()) * 1000000)::bigint
 	  FROM leased l JOIN jobs j ON j.id = l.job_id
 	 ORDER BY l.available_at, l.id`
+
+// The slim claim (issue 21): a claim returns what delivering the run
+// needs, and nothing else: the request (target, method, headers, payload,
+// timeout), its signature (secrets), the retry delay (backoff), the
+// headers that identify the run, and the lease. Not the job's name,
+// schedule, policies, labels or description, nor the run's history.
+const (
+	claimRunColumns = "id, job_id, scheduled_at, trigger, catch_up, attempt_count, available_at, leased_until, created_at"
+	claimJobColumns = "id, target_url, method, headers, payload, timeout_seconds, backoff, backoff_base_seconds, " +
+		"backoff_max_seconds, signing_secrets"
+)
+
+// scanClaimed reads a row of the claim: claimRunColumns, claimJobColumns
+// and the wait in microseconds. The run is leased to worker.
+func scanClaimed(row pgx.CollectableRow, worker string) (Claimed, error) {
+	var (
+		r       = chronos.Run{Status: chronos.StatusLeased}
+		j       chronos.Job
+		payload []byte
+		secrets []storedSecret
+		wait    int64
+	)
+	if err := row.Scan(&r.ID, &r.JobID, &r.ScheduledAt, &r.Trigger, &r.CatchUp, &r.AttemptCount, &r.AvailableAt,
+		&r.LeasedUntil, &r.CreatedAt,
+		&j.ID, &j.TargetURL, &j.Method, &j.Headers, &payload, &j.TimeoutSeconds, &j.Backoff,
+		&j.BackoffBaseSeconds, &j.BackoffMaxSeconds, &secrets, &wait); err != nil {
+		return Claimed{}, err
+	}
+	r.LeasedBy = &worker
+	if payload != nil {
+		j.Payload = append([]byte(nil), payload...)
+	}
+	if j.Headers == nil {
+		j.Headers = map[string]string{}
+	}
+	j.SigningSecrets = fromStored(secrets)
+	return Claimed{Run: normRun(&r), Job: &j, Wait: time.Duration(wait) * time.Microsecond}, nil
+}
 
 // claimableSQL is the condition on a pending run r that its job puts on
 // claiming it (see claimSQL), as a scalar subquery: false or null (the job
@@ -117,21 +168,6 @@ const claimableSQL = `(SELECT (j.overlap = 'allow'
 // claimSQL.
 const pastDeadline = `coalesce(r.trigger = 'schedule' AND r.attempt_count = 0
 	AND r.available_at + j.starting_deadline_seconds * interval '1 second' < now(), false)`
-
-// unlockSQL is a fragment of the statements that take runs out of leased
-// or running (complete, release, reclaim), given a CTE "freed" of their
-// ids: it drops their job_run_locks rows and touches the run waiting
-// behind each, so that run's NOTIFY wakes the dispatchers now rather than
-// at the next idle poll.
-const unlockSQL = `
-	unlocked AS (
-		DELETE FROM job_run_locks l USING freed WHERE l.run_id = freed.id
-		RETURNING l.job_id, l.run_id
-	), woken AS (
-		UPDATE job_runs w SET available_at = w.available_at
-		  FROM unlocked u
-		 WHERE w.job_id = u.job_id AND w.status = 'pending' AND w.id <> u.run_id
-	)`
 
 // Claim leases up to n pending runs with available_at <= now() to worker,
 // in one statement (FOR UPDATE SKIP LOCKED), counting the attempt.
@@ -157,21 +193,38 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 	if err != nil {
 		return nil, mapErr(err, "claim runs")
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) {
-		var (
-			r    chronos.Run
-			js   jobScan
-			wait int64
-		)
-		if err := row.Scan(append(append(runDest(&r), js.dest()...), &wait)...); err != nil {
-			return Claimed{}, err
-		}
-		return Claimed{Run: normRun(&r), Job: js.job(), Wait: time.Duration(wait) * time.Microsecond}, nil
-	})
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) { return scanClaimed(row, worker) })
 	if err != nil {
 		return nil, mapErr(err, "claim runs")
 	}
+	arrived := time.Now()
+	for i := range out {
+		if out[i].Wait > 0 {
+			out[i].Due = arrived.Add(out[i].Wait)
+		}
+	}
 	return out, nil
+}
+
+// StartAhead marks a run claimed ahead of its instant running, fenced on
+// its lease: the worker calls it shortly before the instant and sends the
+// run only if it succeeds. ErrLeaseLost when the run is gone or no longer
+// this worker's: a pause or schedule change deletes runs claimed ahead
+// that are still only leased (see UpdateJob), waiting for a StartAhead in
+// flight, so once the API has answered the change no run of the old plan
+// is sent. It creates no run_attempts row: Start and Complete do, as for
+// any other run.
+func (db *DB) StartAhead(ctx context.Context, l Lease) error {
+	tag, err := db.Pool.Exec(ctx, `
+		UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
+		 WHERE `+fence, l.RunID, l.Worker, l.Attempt)
+	if err != nil {
+		return mapErr(err, "start run ahead")
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("start run %d attempt %d ahead: %w", l.RunID, l.Attempt, ErrLeaseLost)
+	}
+	return nil
 }
 
 // Start marks a leased run running and records the attempt's start.
@@ -240,7 +293,7 @@ func (db *DB) Release(ctx context.Context, l Lease) error {
 		), forgotten AS (
 			DELETE FROM run_attempts a USING freed
 			 WHERE a.run_id = freed.id AND a.attempt = $3
-		), `+unlockSQL+`
+		)
 		SELECT count(*) FROM freed`, l.RunID, l.Worker, l.Attempt).Scan(&n)
 	if err != nil {
 		return mapErr(err, "release run")

@@ -78,7 +78,7 @@ var completeSQL = `
 		 WHERE r.id = o.run_id AND r.leased_by = o.worker AND r.attempt_count = o.attempt
 		   AND r.status IN ('leased', 'running') AND j.id = r.job_id
 		RETURNING r.id, r.status
-	), ` + unlockSQL + `, recorded AS (
+	), recorded AS (
 		INSERT INTO run_attempts AS a (run_id, attempt, worker_id, started_at, finished_at, status_code,
 		                               error, response_body, duration_ms)
 		SELECT o.run_id, o.attempt, o.worker, COALESCE(o.started_at, now()), COALESCE(o.finished_at, now()),

@@ -66,10 +66,18 @@ func (db *DB) Overview(ctx context.Context) (*Overview, error) {
 	o := &Overview{Active: map[chronos.RunStatus]int64{}}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT now()`)
-	b.Queue(`SELECT 'pending', count(*) FROM job_runs WHERE status = 'pending'
+	b.Queue(`SELECT 'pending', (SELECT count(*) FROM job_runs WHERE status = 'pending' AND NOT held)
+	                         + (SELECT count(*) FROM job_runs WHERE held AND status = 'pending')
 	         UNION ALL
 	         SELECT status::text, count(*) FROM job_runs WHERE status IN ('leased', 'running') GROUP BY status`)
-	b.Queue(`SELECT ` + runColumns + ` FROM job_runs WHERE status = 'pending' AND available_at <= now()
+	// Pending runs are in one of two partial indexes (claimable or held,
+	// migration 014): the oldest due is the first of either.
+	b.Queue(`SELECT ` + runColumns + ` FROM (
+	           (SELECT * FROM job_runs WHERE status = 'pending' AND NOT held AND available_at <= now()
+	             ORDER BY available_at, id LIMIT 1)
+	           UNION ALL
+	           (SELECT * FROM job_runs WHERE held AND status = 'pending' AND available_at <= now()
+	             ORDER BY available_at, id LIMIT 1)) r
 	          ORDER BY available_at, id LIMIT 1`)
 	// Every chronos serve holds one LISTEN connection, named
 	// <instance>-listener (package listeners): those name the instances,

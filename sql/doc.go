@@ -72,7 +72,9 @@
 // when the schedule changes or the job is re-enabled (time spent disabled
 // is not caught up; a one-shot already materialized stays done), and then,
 // or when the job is disabled, deletes the pending, never-attempted runs
-// pre-created for its future occurrences. Manual triggers ignore enabled
+// pre-created for its future occurrences, and the runs claimed ahead of
+// their instant that no worker has started yet (StartAhead fences the
+// start against it). Manual triggers ignore enabled
 // and overlap: "run it now" is explicit. Redrive is refused (ECONFLICT)
 // while an earlier redrive of the same run is still active.
 //
@@ -96,6 +98,13 @@
 // that is (migration 010). Claims (ClaimAlerts) lease rows by moving
 // available_at, count the attempt, and fence every later write on (id,
 // leased_by, attempts), like runs.
+//
+// Overlap lock. A skip/queue_one job's one active run holds its
+// job_run_locks row, taken by the claim (ON CONFLICT DO NOTHING) and given
+// up by triggers on job_runs in whatever statement ends or deletes the
+// run (migration 014); runs waiting behind it are held out of the claim's
+// index and promoted one at a time. SweepRunLocks (the leader's lock
+// check) repairs and counts what should never happen. See runlock.go.
 //
 // Leadership. One session advisory lock (key "chronos"), per database, on
 // a dedicated pgx.Conn. TryLock does not stack the lock when already held,

@@ -225,10 +225,16 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 
 	var dropped []time.Time // scheduled_at of the deleted runs created ahead
 	if c.schedule || c.pausing {
+		// With them go the runs claimed ahead of their instant that no
+		// worker has started (see sql.ClaimAhead and StartAhead): the
+		// DELETE waits for a worker's StartAhead in flight, and a worker
+		// whose run is gone does not send it. Once this PATCH is answered,
+		// no run of the old plan starts.
 		rows, err := tx.Query(ctx, `
 			DELETE FROM job_runs
-			 WHERE job_id = $1 AND status = 'pending' AND trigger = 'schedule'
-			   AND attempt_count = 0 AND available_at > now()
+			 WHERE job_id = $1 AND status IN ('pending', 'leased') AND trigger = 'schedule' AND available_at > now()
+			   AND (status = 'pending' AND attempt_count = 0
+			        OR status = 'leased' AND attempt_count = 1 AND started_at IS NULL)
 			RETURNING scheduled_at`, id)
 		if err != nil {
 			return nil, mapErr(err, "update job: drop runs created ahead")
@@ -259,6 +265,9 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		return nil, mapErr(err, "update job")
 	}
 	after := stored.job()
+	if err := reoverlap(ctx, tx, id, old.Overlap, after.Overlap); err != nil {
+		return nil, err
+	}
 	if changes := chronos.JobChanges(&old, after); len(changes) > 0 {
 		if err := recordAudit(ctx, tx, id, auditAction(changes), nil, changes); err != nil {
 			return nil, err

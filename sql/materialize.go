@@ -326,12 +326,14 @@ func countStale(ctx context.Context, tx pgx.Tx, jobs []int64, now time.Time, sta
 // within it (measured from available_at, the jittered instant; the claim
 // refuses them already, see claimSQL). The planner starts from whichever
 // is smaller: the jobs with a deadline (jobs_deadline_idx; none, usually)
-// or the runs due for over a second (the claimable index: a backlog).
+// or the runs due for over a second (the claimable index: a backlog). A
+// held run (migration 014) is left until it is promoted, when its turn
+// comes: the claim refuses it then, and the next tick marks it.
 const expiredSQL = `
 	UPDATE job_runs r
 	   SET status = 'missed', finished_at = $1, last_error = 'missed: not started within starting_deadline_seconds'
 	  FROM (SELECT r.id FROM job_runs r JOIN jobs j ON j.id = r.job_id
-	         WHERE r.status = 'pending' AND r.available_at < $1::timestamptz - interval '1 second'
+	         WHERE r.status = 'pending' AND NOT r.held AND r.available_at < $1::timestamptz - interval '1 second'
 	           AND r.trigger = 'schedule' AND r.attempt_count = 0 AND j.starting_deadline_seconds IS NOT NULL
 	           AND r.available_at + j.starting_deadline_seconds * interval '1 second' < $1
 	         LIMIT $2

@@ -30,18 +30,22 @@ type QueueStats struct {
 }
 
 // refreshQueueStatsSQL counts the active runs, each status through its own
-// partial index (job_runs_claimable_idx, job_runs_leases_idx), so its cost
+// partial index (job_runs_claimable_idx and job_runs_held_idx for the
+// pending ones, claimable and held; job_runs_leases_idx), so its cost
 // grows with the runs in flight or waiting, never with the history; the
 // oldest due run is the first entry of job_runs_claimable_idx. It rewrites
 // the single queue_stats row (a HOT update: no index column changes).
 const refreshQueueStatsSQL = `
 	INSERT INTO queue_stats AS q (id, pending, due, leased, running, oldest_due_at, computed_at, computed_by)
 	SELECT true,
-	       (SELECT count(*) FROM job_runs WHERE status = 'pending'),
-	       (SELECT count(*) FROM job_runs WHERE status = 'pending' AND available_at <= now()),
+	       (SELECT count(*) FROM job_runs WHERE status = 'pending' AND NOT held)
+	         + (SELECT count(*) FROM job_runs WHERE held AND status = 'pending'),
+	       (SELECT count(*) FROM job_runs WHERE status = 'pending' AND NOT held AND available_at <= now())
+	         + (SELECT count(*) FROM job_runs WHERE held AND status = 'pending' AND available_at <= now()),
 	       (SELECT count(*) FROM job_runs WHERE status = 'leased'),
 	       (SELECT count(*) FROM job_runs WHERE status = 'running'),
-	       (SELECT min(available_at) FROM job_runs WHERE status = 'pending' AND available_at <= now()),
+	       least((SELECT min(available_at) FROM job_runs WHERE status = 'pending' AND NOT held AND available_at <= now()),
+	             (SELECT min(available_at) FROM job_runs WHERE held AND status = 'pending' AND available_at <= now())),
 	       now(), $1
 	ON CONFLICT (id) DO UPDATE
 	   SET pending = excluded.pending, due = excluded.due, leased = excluded.leased,

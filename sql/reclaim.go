@@ -40,7 +40,7 @@ var reclaimSQL = `
 		 WHERE r.id = e.id AND j.id = r.job_id
 		   AND r.status IN ('leased', 'running') AND r.leased_until < now()
 		RETURNING r.id, r.status
-	), ` + unlockSQL + `, recorded AS (
+	), recorded AS (
 		INSERT INTO run_attempts AS a (run_id, attempt, worker_id, started_at, finished_at, error)
 		SELECT e.id, e.attempt_count, e.leased_by, now(), now(), $2
 		  FROM expired e JOIN freed t ON t.id = e.id
