@@ -137,7 +137,7 @@ func TestSweepRunLocksRepairs(t *testing.T) {
 	}
 }
 
-// Runs leased or running when migration 014 ran, of a skip/queue_one job,
+// Runs leased or running when migration 016 ran, of a skip/queue_one job,
 // get their lock: a second run of the job is not claimed while they run.
 func TestMigrationLocksRunsInFlight(t *testing.T) {
 	t.Parallel()
