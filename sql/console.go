@@ -71,7 +71,7 @@ func (db *DB) Overview(ctx context.Context) (*Overview, error) {
 	         UNION ALL
 	         SELECT status::text, count(*) FROM job_runs WHERE status IN ('leased', 'running') GROUP BY status`)
 	// Pending runs are in one of two partial indexes (claimable or held,
-	// migration 014): the oldest due is the first of either.
+	// migration 016): the oldest due is the first of either.
 	b.Queue(`SELECT ` + runColumns + ` FROM (
 	           (SELECT * FROM job_runs WHERE status = 'pending' AND NOT held AND available_at <= now()
 	             ORDER BY available_at, id LIMIT 1)

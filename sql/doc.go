@@ -102,7 +102,7 @@
 // Overlap lock. A skip/queue_one job's one active run holds its
 // job_run_locks row, taken by the claim (ON CONFLICT DO NOTHING) and given
 // up by triggers on job_runs in whatever statement ends or deletes the
-// run (migration 014); runs waiting behind it are held out of the claim's
+// run (migration 016); runs waiting behind it are held out of the claim's
 // index and promoted one at a time. SweepRunLocks (the leader's lock
 // check) repairs and counts what should never happen. See runlock.go.
 //

@@ -327,7 +327,7 @@ func countStale(ctx context.Context, tx pgx.Tx, jobs []int64, now time.Time, sta
 // refuses them already, see claimSQL). The planner starts from whichever
 // is smaller: the jobs with a deadline (jobs_deadline_idx; none, usually)
 // or the runs due for over a second (the claimable index: a backlog). A
-// held run (migration 014) is left until it is promoted, when its turn
+// held run (migration 016) is left until it is promoted, when its turn
 // comes: the claim refuses it then, and the next tick marks it.
 const expiredSQL = `
 	UPDATE job_runs r

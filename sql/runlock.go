@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The overlap lock and held runs (migration 014).
+// The overlap lock and held runs (migration 016).
 //
 // A job whose overlap policy is skip or queue_one has at most one run
 // leased or running: the claim takes the job's row in job_run_locks (ON
