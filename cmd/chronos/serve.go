@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	nethttp "net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -120,16 +119,16 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 	}
 
 	if cfg.MigrateOnStart {
-		if err := sql.Migrate(ctx, cfg.DatabaseURL); err != nil {
+		if err := sql.MigrateWith(ctx, cfg.directURL(), sql.MigrateOptions{Log: clog}); err != nil {
 			return fmt.Errorf("apply migrations (MIGRATE_ON_START=true): %w", err)
 		}
 		clog.Info("migrations applied")
 	}
 
 	b := bus.New()
-	lst := listeners.New(listeners.Config{DSN: cfg.DatabaseURL, Instance: cfg.InstanceID}, b, log)
+	lst := listeners.New(listeners.Config{DSN: cfg.directURL(), Instance: cfg.InstanceID}, b, log)
 	r := reactor.New(reactor.Config{
-		DSN:                   cfg.DatabaseURL,
+		DSN:                   cfg.directURL(),
 		Instance:              cfg.InstanceID,
 		WorkerConcurrency:     cfg.WorkerConcurrency,
 		IdlePollInterval:      cfg.IdlePollInterval,
@@ -224,15 +223,15 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 // for up to DATABASE_CONNECT_TIMEOUT (compose starts chronos and Postgres
 // together; a database that is still booting is not an error yet).
 func connectDB(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*sql.DB, error) {
-	return connectDSN(ctx, cfg, cfg.DatabaseURL, log)
+	return connectDSN(ctx, cfg, cfg.DatabaseURL, false, log)
 }
 
-// connectDSN is connectDB on dsn: DATABASE_URL, or the reactor's variant
-// of it.
-func connectDSN(ctx context.Context, cfg *serveConfig, dsn string, log *slog.Logger) (*sql.DB, error) {
+// connectDSN is connectDB on dsn (DATABASE_URL, or DATABASE_DIRECT_URL for
+// `chronos migrate`), its writes committing asynchronously when async.
+func connectDSN(ctx context.Context, cfg *serveConfig, dsn string, async bool, log *slog.Logger) (*sql.DB, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.DatabaseConnectTimeout)
 	defer cancel()
-	db, err := sql.Open(ctx, dsn, cfg.InstanceID)
+	db, err := sql.OpenWith(ctx, dsn, sql.Options{Instance: cfg.InstanceID, AsyncCommit: async, Pooled: cfg.pooled() && dsn == cfg.DatabaseURL})
 	if err != nil {
 		return nil, fmt.Errorf("invalid DATABASE_URL: %w", err)
 	}
@@ -267,8 +266,10 @@ func connectDSN(ctx context.Context, cfg *serveConfig, dsn string, log *slog.Log
 }
 
 // reactorPool returns the pool the reactor writes on: db itself with
-// REACTOR_SYNCHRONOUS_COMMIT=on, else a second pool on DATABASE_URL with
-// synchronous_commit=off. Its commits (claims, starts, completions,
+// REACTOR_SYNCHRONOUS_COMMIT=on, else a second pool on DATABASE_URL whose
+// transactions and statements each set synchronous_commit=off for
+// themselves (sql.Options.AsyncCommit: no startup parameter, so it works
+// through PgBouncer in transaction mode). Its commits (claims, starts, completions,
 // materialized runs, reaped leases) then return before the WAL reaches
 // the disk; the API keeps db, so what it acknowledges (jobs created,
 // triggers, redrives) is durable, and each such commit also makes the
@@ -282,36 +283,11 @@ func reactorPool(ctx context.Context, cfg *serveConfig, db *sql.DB, log *slog.Lo
 	if cfg.ReactorSyncCommit {
 		return db, nil
 	}
-	rdb, err := connectDSN(ctx, cfg, withRuntimeParam(cfg.DatabaseURL, "synchronous_commit", "off"), log)
+	rdb, err := connectDSN(ctx, cfg, cfg.DatabaseURL, true, log)
 	if err != nil {
 		return nil, fmt.Errorf("reactor pool (REACTOR_SYNCHRONOUS_COMMIT=off): %w", err)
 	}
-	// A pooler that drops startup parameters would leave it on: safe,
-	// only slower, but the operator should know.
-	var got string
-	if err := rdb.Pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&got); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("reactor pool (REACTOR_SYNCHRONOUS_COMMIT=off): read synchronous_commit: %w", err)
-	}
-	if got != "off" {
-		log.Warn("REACTOR_SYNCHRONOUS_COMMIT=off, but the server keeps the reactor's sessions synchronous (a pooler dropping startup parameters?)", "synchronous_commit", got)
-	}
 	return rdb, nil
-}
-
-// withRuntimeParam sets a server parameter (sent at connection start) in
-// a DSN, URL or keyword/value form, replacing one the DSN already sets.
-func withRuntimeParam(dsn, name, value string) string {
-	if scheme, _, ok := strings.Cut(dsn, "://"); ok && (scheme == "postgres" || scheme == "postgresql") {
-		if u, err := url.Parse(dsn); err == nil {
-			q := u.Query()
-			q.Set(name, value)
-			u.RawQuery = q.Encode()
-			return u.String()
-		}
-	}
-	// Keyword/value: the last of a repeated keyword wins.
-	return dsn + " " + name + "=" + value
 }
 
 // onOff names a synchronous_commit setting as Postgres does.
