@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/chronoshq/chronos"
 )
 
 // DB is the Chronos database: a pgx pool and the queries on it.
@@ -85,6 +87,8 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*DB, error) {
 // type from the Go type alone, and knows none for a map.
 func registerTypes(_ context.Context, conn *pgx.Conn) error {
 	conn.TypeMap().RegisterDefaultPgType(map[string]string{}, "jsonb")
+	conn.TypeMap().RegisterDefaultPgType([]storedSecret{}, "jsonb")
+	conn.TypeMap().RegisterDefaultPgType([]chronos.DateRange{}, "jsonb")
 	return nil
 }
 

@@ -67,7 +67,7 @@ func runServe(ctx context.Context, args []string, env *environ) error {
 	if err != nil {
 		return err
 	}
-	httpCfg := chttp.Config{Instance: cfg.InstanceID, APIKeys: cfg.APIKeys, AuthDisabled: cfg.AuthDisabled,
+	httpCfg := chttp.Config{Instance: cfg.InstanceID, Version: version, APIKeys: cfg.APIKeys, AuthDisabled: cfg.AuthDisabled,
 		TargetPolicy: chronos.TargetPolicy{AllowPrivate: cfg.AllowPrivateTargets, AllowedNetworks: cfg.AllowedTargetNetworks},
 		RateLimit:    orNegative(cfg.RateLimit), RateBurst: cfg.RateLimitBurst, MaxTapStreams: int(orNegative(float64(cfg.MaxTapStreams))),
 		SeparateMetrics: cfg.MetricsAddr != ""}
@@ -162,7 +162,7 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 5)
+	errs := make(chan error, 6)
 	start := func(name string, run func() error) {
 		wg.Add(1)
 		go func() {
@@ -180,6 +180,7 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		}()
 	}
 	start("listener", func() error { return lst.Run(runCtx) })
+	start("instance registry", func() error { registerLoop(runCtx, db, cfg.InstanceID, clog); return nil })
 	start("reactor", func() error { return r.Run(runCtx) })
 	start("api", func() error { return api.Run(runCtx) }) // metrics; closes event streams when it returns
 	start("http server", func() error { return serveUntil(runCtx, hs, ln, certs != nil, cfg.ShutdownTimeout) })
@@ -217,6 +218,50 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 	}
 	clog.Info("chronos stopped", "uptime", time.Since(started).Round(time.Millisecond).String())
 	return nil
+}
+
+// registerEvery is how often an instance refreshes its row in
+// chronos_instances and reads the schema's minimum version again.
+const registerEvery = time.Minute
+
+// registerLoop records this instance's version (for /readyz and the
+// console) until ctx ends, and says loudly when the schema has moved past
+// this binary: it then never leads or materializes (sql.LeaderConn
+// refuses), but keeps delivering runs.
+func registerLoop(ctx context.Context, db *sql.DB, instance string, log *slog.Logger) {
+	var warned string
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		compat, err := db.RegisterInstance(rctx, instance, version)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			log.Warn("instance registration failed; retrying", "err", err)
+		default:
+			tooOld := ""
+			if err := compat.Check(sql.SchemaLevel()); err != nil {
+				tooOld = err.Error()
+			}
+			if tooOld != warned {
+				if tooOld != "" {
+					log.Error("upgrade this instance: "+tooOld, "version", version, "schema_level", sql.SchemaLevel(),
+						"min_lead_level", compat.MinLeadLevel, "min_materialize_level", compat.MinMaterializeLevel)
+				} else {
+					log.Info("this version may lead and materialize", "version", version, "schema_level", sql.SchemaLevel())
+				}
+				warned = tooOld
+			}
+		}
+		t := time.NewTimer(registerEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // connectDB opens the pool and waits until the database answers, retrying
