@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 const goodDSN = "postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable"

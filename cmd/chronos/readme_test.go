@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,17 +19,25 @@ import (
 	"github.com/chronoshq/chronos/reactor"
 )
 
-// TestReadmeDocumentsEveryVariable: the configuration table of the README
-// has a row for every variable serve reads.
+// TestReadmeDocumentsEveryVariable: a configuration table of the README
+// or of a docs/ page has a row for every variable serve reads.
 func TestReadmeDocumentsEveryVariable(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	pages, _ := filepath.Glob("../../docs/*.md")
+	for _, p := range pages {
+		d, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, d...)
+	}
 	for _, v := range serveVars {
 		if !strings.Contains(string(b), "| `"+v.name+"` |") {
-			t.Errorf("README.md has no configuration row for %s", v.name)
+			t.Errorf("neither README.md nor docs/*.md has a configuration row for %s", v.name)
 		}
 	}
 }
