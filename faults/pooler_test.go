@@ -263,7 +263,15 @@ type triggers struct {
 	c     *cluster
 	mu    sync.Mutex
 	ids   []int64
+	last  time.Time // when the last acknowledged trigger was sent
 	fails int
+}
+
+// lastAt is when the last acknowledged trigger was sent.
+func (tr *triggers) lastAt() time.Time {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.last
 }
 
 // fire triggers job once; a 202 is an acknowledged run.
@@ -280,6 +288,7 @@ func (tr *triggers) fire(ctx context.Context, job int64) (int64, time.Time, bool
 		return 0, at, false
 	}
 	tr.ids = append(tr.ids, r.ID)
+	tr.last = at
 	return r.ID, at, true
 }
 
