@@ -2,7 +2,9 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -212,7 +214,12 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 	if errs := c.errorLines(); len(errs) > 0 {
 		t.Errorf("instances logged errors:\n%s", strings.Join(errs, "\n"))
 	}
-	t.Logf("%d triggers acknowledged and delivered, %d cron runs, %d trigger failures", len(acked), len(cronRuns), tr.failed())
+	t.Logf("%d triggers acknowledged and delivered, %d cron runs, %d trigger failures %v", len(acked), len(cronRuns), tr.failed(), tr.failures())
+	for why := range tr.failures() {
+		if strings.HasPrefix(why, "HTTP 5") {
+			t.Errorf("a trigger failed with a server error: %s", why)
+		}
+	}
 	t.Logf("checked at %s", time.Since(begin).Round(time.Millisecond))
 
 	// The same triggers on one instance straight on Postgres.
@@ -265,6 +272,7 @@ type triggers struct {
 	ids   []int64
 	last  time.Time // when the last acknowledged trigger was sent
 	fails int
+	why   map[string]int // failures by reason
 }
 
 // lastAt is when the last acknowledged trigger was sent.
@@ -285,6 +293,18 @@ func (tr *triggers) fire(ctx context.Context, job int64) (int64, time.Time, bool
 	defer tr.mu.Unlock()
 	if err != nil || code != http.StatusAccepted {
 		tr.fails++
+		if tr.why == nil {
+			tr.why = map[string]int{}
+		}
+		var se *serverError
+		switch {
+		case errors.As(err, &se):
+			tr.why[fmt.Sprintf("HTTP %d: %.200s", se.code, se.body)]++
+		case err != nil:
+			tr.why["no answer: "+err.Error()]++
+		default:
+			tr.why[fmt.Sprintf("HTTP %d", code)]++
+		}
 		return 0, at, false
 	}
 	tr.ids = append(tr.ids, r.ID)
@@ -302,6 +322,13 @@ func (tr *triggers) failed() int {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.fails
+}
+
+// failures lists the failures by reason.
+func (tr *triggers) failures() map[string]int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return maps.Clone(tr.why)
 }
 
 // measure fires n triggers one after the other and returns each one's
