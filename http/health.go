@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	nethttp "net/http"
 	"runtime"
@@ -73,8 +74,16 @@ func (s *Server) readyz(c *gin.Context) {
 		// a pooler), so the name is always an instance that leads.
 		ins, err := s.db.Instances(ctx)
 		if err != nil {
-			s.log.Warn("readiness: leader lookup failed", slog.String("error", err.Error()))
-			r.Leader.Error = "leader lookup failed"
+			// A schema not yet migrated to the versions table (serve with
+			// MIGRATE_ON_START=false ahead of `chronos migrate`): the
+			// leader alone, without versions.
+			name, lerr := s.db.Leader(ctx)
+			if lerr != nil {
+				s.log.Warn("readiness: leader lookup failed", slog.String("error", errors.Join(err, lerr).Error()))
+				r.Leader.Error = "leader lookup failed"
+			} else {
+				r.Leader.Instance = name
+			}
 		} else {
 			r.Instances = ins
 			for _, in := range ins {
