@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -76,6 +77,14 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 	cfg.idlePoll = 10 * time.Second // wake-ups come from LISTEN/NOTIFY, not the poll
 	pooledEnv := func(string) []string {
 		return []string{"DATABASE_URL=" + pooled, "DATABASE_DIRECT_URL=" + dsn}
+	}
+	// Without DATABASE_DIRECT_URL, an instance on the pooler refuses to
+	// start, and says what to set.
+	bad := exec.Command(chronosBinary(t), "serve")
+	bad.Env = append(instanceEnv(pooled, "lost", cfg), "DATABASE_URL="+pooled)
+	out, err := bad.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "set DATABASE_DIRECT_URL to Postgres itself") {
+		t.Errorf("serve on the pooler without DATABASE_DIRECT_URL: %v\n%s", err, out)
 	}
 	c := newClusterWith(t, cfg, dsn, pooledEnv, "a", "b")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

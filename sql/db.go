@@ -114,3 +114,21 @@ func connConfig(dsn string) (*pgx.ConnConfig, error) {
 	}
 	return cfg.ConnConfig, nil
 }
+
+// BehindPooler tells whether the pool's connections reach a server
+// session of their own or go through a pooler: a pooler (PgBouncer)
+// announces a backend pid of its own making, not the server's.
+func (db *DB) BehindPooler(ctx context.Context) (bool, error) {
+	c, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		return false, fmt.Errorf("check for a pooler: %w", err)
+	}
+	defer c.Release()
+	var pid uint32
+	// The simple protocol: no statement is prepared by name, which a
+	// transaction pooler could not keep.
+	if err := c.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pid); err != nil {
+		return false, fmt.Errorf("check for a pooler: %w", err)
+	}
+	return pid != c.Conn().PgConn().PID(), nil
+}

@@ -39,7 +39,15 @@ DATABASE_CONNECT_TIMEOUT (10s), LOG_LEVEL, LOG_FORMAT.`)
 	if err != nil {
 		return err
 	}
+	pooled, err := db.BehindPooler(ctx)
 	db.Close()
+	if err != nil {
+		return err
+	}
+	if pooled {
+		return fmt.Errorf("migrate: %s goes through a connection pooler: migrations need a session of their own; set DATABASE_DIRECT_URL to Postgres itself",
+			map[bool]string{true: "DATABASE_DIRECT_URL", false: "DATABASE_URL"}[cfg.DatabaseDirectURL != ""])
+	}
 	if err := sql.MigrateWith(ctx, cfg.directURL(), sql.MigrateOptions{Log: log}); err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
 	}

@@ -110,6 +110,9 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		return err
 	}
 	defer db.Close()
+	if err := checkSessions(ctx, cfg, db); err != nil {
+		return err
+	}
 	rdb, err := reactorPool(ctx, cfg, db, clog)
 	if err != nil {
 		return err
@@ -262,6 +265,30 @@ func registerLoop(ctx context.Context, db *sql.DB, instance string, log *slog.Lo
 		case <-t.C:
 		}
 	}
+}
+
+// errPoolerWithoutDirect: DATABASE_URL goes through a pooler and nothing
+// reaches Postgres itself.
+var errPoolerWithoutDirect = errors.New("DATABASE_URL goes through a connection pooler (PgBouncer?), and DATABASE_DIRECT_URL is not set: " +
+	"set DATABASE_DIRECT_URL to Postgres itself: the LISTEN connection, the leader's lock and migrations need a session of their own")
+
+// checkSessions refuses a DATABASE_URL that goes through a pooler when no
+// DATABASE_DIRECT_URL says where Postgres itself is: the instance would
+// start, but never lead and miss every notification.
+func checkSessions(ctx context.Context, cfg *serveConfig, db *sql.DB) error {
+	if cfg.DatabaseDirectURL != "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.DatabaseConnectTimeout)
+	defer cancel()
+	pooled, err := db.BehindPooler(ctx)
+	if err != nil {
+		return err
+	}
+	if pooled {
+		return errPoolerWithoutDirect
+	}
+	return nil
 }
 
 // connectDB opens the pool and waits until the database answers, retrying
