@@ -41,6 +41,7 @@ var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25
 //	                                           missing, stalled, allowed (see sql.SweepRunLocks); should stay 0
 //	chronos_bus_dropped_events_total           events lost by slow bus subscribers
 //	chronos_bus_published_events_total         events published on the bus
+//	chronos_build_info{version,schema_level,goversion} always 1 (health.go)
 //	chronos_leader                             1 while this instance leads
 //	chronos_listener_connected                 1 while the LISTEN connection is up
 //	chronos_listener_reconnects_total          listener (re)connections (resync events)

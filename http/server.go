@@ -23,6 +23,9 @@ const DefaultMaxBodyBytes int64 = 1 << 20
 type Config struct {
 	// Instance names this instance in responses, logs and /readyz.
 	Instance string
+	// Version is the binary's release version (`chronos version`), shown
+	// by /readyz and chronos_build_info.
+	Version string
 	// APIKeys are the accepted bearer tokens, as API_KEYS entries: key,
 	// name:key or name:role:key, the key possibly as sha256:<hex> (see
 	// ParseAPIKey). At least one is required unless AuthDisabled is set.
@@ -161,6 +164,7 @@ func NewServer(cfg Config, db *sql.DB, b *bus.Bus, probe Probe, log *slog.Logger
 	}
 	s.limits = newLimits(cfg)
 	s.metrics = newMetrics(b, probe, db, log)
+	s.metrics.reg.MustRegister(buildInfo(cfg.Version))
 	s.engine = s.routes()
 	return s
 }

@@ -57,6 +57,9 @@ type Overview struct {
 	// Instances are the instances whose listener is connected to the
 	// database: those alive as far as it knows.
 	Instances []string
+	// Versions are the instances' registered versions (migration 014), by
+	// name; an instance that registered none is missing.
+	Versions map[string]string
 }
 
 // Overview reads the console's overview in one round trip (and the
@@ -82,8 +85,10 @@ func (db *DB) Overview(ctx context.Context) (*Overview, error) {
 	// Every chronos serve holds one LISTEN connection, named
 	// <instance>-listener (package listeners): those name the instances,
 	// and other clients of the database (psql, adminer) are left out.
-	b.Queue(`SELECT DISTINCT left(application_name, -length('-listener')) FROM pg_stat_activity
-	          WHERE datname = current_database() AND application_name LIKE '%-listener'
+	b.Queue(`SELECT l.instance, COALESCE(i.version, '')
+	           FROM (SELECT DISTINCT left(application_name, -length('-listener')) AS instance FROM pg_stat_activity
+	                  WHERE datname = current_database() AND application_name LIKE '%-listener') l
+	           LEFT JOIN chronos_instances i USING (instance)
 	          ORDER BY 1`)
 	br := db.Pool.SendBatch(ctx, b)
 	defer br.Close()
@@ -117,7 +122,19 @@ func (db *DB) Overview(ctx context.Context) (*Overview, error) {
 	if err != nil {
 		return nil, mapErr(err, "overview: instances")
 	}
-	if o.Instances, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+	o.Versions = map[string]string{}
+	for rows.Next() {
+		var name, version string
+		if err := rows.Scan(&name, &version); err != nil {
+			rows.Close()
+			return nil, mapErr(err, "overview: instances")
+		}
+		o.Instances = append(o.Instances, name)
+		if version != "" {
+			o.Versions[name] = version
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return nil, mapErr(err, "overview: instances")
 	}
 	if err := br.Close(); err != nil {

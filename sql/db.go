@@ -9,11 +9,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/chronoshq/chronos"
 )
 
 // DB is the Chronos database: a pgx pool and the queries on it.
 type DB struct {
-	Pool *pgxpool.Pool
+	Pool *Pool
 }
 
 // Pool sizing when the DSN does not say (pool_max_conns,
@@ -27,15 +29,39 @@ const (
 	poolMaxIdleTime = time.Minute
 )
 
+// Options configures OpenWith.
+type Options struct {
+	// Instance becomes the connections' application_name, so
+	// pg_stat_activity tells instances apart (PgBouncer passes it on).
+	Instance string
+	// AsyncCommit makes the pool's writes commit with synchronous_commit
+	// off: every transaction and every single statement sets it for
+	// itself (SET LOCAL, see Pool), so it works through a transaction
+	// pooler, which forwards no startup parameters and shares server
+	// sessions between clients.
+	AsyncCommit bool
+	// Pooled says the DSN goes through a transaction pooler (PgBouncer in
+	// transaction mode): statements are not prepared by name (pgx's
+	// QueryExecModeCacheDescribe: unnamed statements, their descriptions
+	// cached per connection), since the next transaction may run on
+	// another server session. A default_query_exec_mode in the DSN wins.
+	Pooled bool
+}
+
 // Open connects a pool to dsn. instance becomes the connections'
 // application_name, so pg_stat_activity tells instances apart.
 func Open(ctx context.Context, dsn, instance string) (*DB, error) {
+	return OpenWith(ctx, dsn, Options{Instance: instance})
+}
+
+// OpenWith connects a pool to dsn as opts say.
+func OpenWith(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open database: parse dsn: %w", err)
 	}
-	if instance != "" {
-		cfg.ConnConfig.RuntimeParams["application_name"] = instance
+	if opts.Instance != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = opts.Instance
 	}
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = int32(max(minPoolConns, 2*runtime.NumCPU()))
@@ -43,11 +69,27 @@ func Open(ctx context.Context, dsn, instance string) (*DB, error) {
 	if !strings.Contains(dsn, "pool_max_conn_idle_time") {
 		cfg.MaxConnIdleTime = poolMaxIdleTime
 	}
+	if opts.Pooled && !strings.Contains(dsn, "default_query_exec_mode") {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
+	cfg.AfterConnect = registerTypes
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	return &DB{Pool: pool}, nil
+	return &DB{Pool: &Pool{Pool: pool, asyncCommit: opts.AsyncCommit}}, nil
+}
+
+// registerTypes maps the Go types the queries pass as arguments to their
+// Postgres types, so that they encode in every query mode: a mode that
+// does not ask the server for the parameters' types (QueryExecModeExec,
+// the simple protocol, which DSNs may choose for a pooler) picks the
+// type from the Go type alone, and knows none for a map.
+func registerTypes(_ context.Context, conn *pgx.Conn) error {
+	conn.TypeMap().RegisterDefaultPgType(map[string]string{}, "jsonb")
+	conn.TypeMap().RegisterDefaultPgType([]storedSecret{}, "jsonb")
+	conn.TypeMap().RegisterDefaultPgType([]chronos.DateRange{}, "jsonb")
+	return nil
 }
 
 // Close closes the pool.
@@ -71,4 +113,22 @@ func connConfig(dsn string) (*pgx.ConnConfig, error) {
 		return nil, fmt.Errorf("parse dsn: %w", err)
 	}
 	return cfg.ConnConfig, nil
+}
+
+// BehindPooler tells whether the pool's connections reach a server
+// session of their own or go through a pooler: a pooler (PgBouncer)
+// announces a backend pid of its own making, not the server's.
+func (db *DB) BehindPooler(ctx context.Context) (bool, error) {
+	c, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		return false, fmt.Errorf("check for a pooler: %w", err)
+	}
+	defer c.Release()
+	var pid uint32
+	// The simple protocol: no statement is prepared by name, which a
+	// transaction pooler could not keep.
+	if err := c.QueryRow(ctx, "SELECT pg_backend_pid()", pgx.QueryExecModeSimpleProtocol).Scan(&pid); err != nil {
+		return false, fmt.Errorf("check for a pooler: %w", err)
+	}
+	return pid != c.Conn().PgConn().PID(), nil
 }

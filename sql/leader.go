@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -21,7 +22,8 @@ const (
 // LeaderConn is the dedicated connection (not pooled) on which an instance
 // holds the leadership advisory lock: the lock lives and dies with it.
 type LeaderConn struct {
-	Conn *pgx.Conn
+	Conn   *pgx.Conn
+	tooOld error // set by mayLead
 }
 
 // ConnectLeader opens the dedicated leadership connection, with
@@ -41,29 +43,68 @@ func ConnectLeader(ctx context.Context, dsn, instance string) (*LeaderConn, erro
 	return &LeaderConn{Conn: conn}, nil
 }
 
-// TryLock tries for the leadership lock without waiting.
+// TryLock tries for the leadership lock without waiting. It reports false,
+// without trying, when this binary is older than the schema allows to
+// lead (see Compat; TooOld says so afterwards), and an error when the
+// connection does not reach a session of its own (a transaction pooler
+// between: the lock would stay behind on a server session the pooler
+// hands to others).
 //
 // Session advisory locks stack: taking one twice needs two unlocks. TryLock
 // therefore reports an already-held lock as held without taking it again,
 // so a single Unlock always lets go.
 func (c *LeaderConn) TryLock(ctx context.Context) (bool, error) {
+	if ok, err := c.mayLead(ctx); !ok || err != nil {
+		return false, err
+	}
 	var ok bool
+	var pid uint32
 	err := c.Conn.QueryRow(ctx, `
-		SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_locks
+		SELECT pg_backend_pid(),
+		       CASE WHEN pg_backend_pid() <> $4 THEN false
+		            WHEN EXISTS (SELECT 1 FROM pg_locks
 		                          WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted
 		                            AND classid = $2 AND objid = $3 AND objsubid = 1)
 		            THEN true
-		            ELSE pg_try_advisory_lock($1) END`, leaderKey, leaderClassID, leaderObjID).Scan(&ok)
+		            ELSE pg_try_advisory_lock($1) END`, leaderKey, leaderClassID, leaderObjID, int64(c.Conn.PgConn().PID())).Scan(&pid, &ok)
 	if err != nil {
 		return false, fmt.Errorf("try leader lock: %w", err)
+	}
+	if pid != c.Conn.PgConn().PID() {
+		return false, ErrPooledLeaderConn
 	}
 	return ok, nil
 }
 
-// Ping checks the connection; a leader steps down when it fails.
+// ErrPooledLeaderConn: the leader's connection goes through a pooler.
+var ErrPooledLeaderConn = errors.New("the leader's connection reaches no session of its own " +
+	"(its backend pid is not the one the server announced): DATABASE_DIRECT_URL must reach Postgres itself, not a transaction pooler")
+
+// mayLead reads the schema's minimum and tells whether this binary may
+// lead; TooOld keeps the reason.
+func (c *LeaderConn) mayLead(ctx context.Context) (bool, error) {
+	compat, err := readCompat(ctx, c.Conn)
+	if err != nil {
+		return false, fmt.Errorf("leader: %w", err)
+	}
+	c.tooOld = compat.Check(SchemaLevel())
+	return c.tooOld == nil, nil
+}
+
+// TooOld is the *TooOldError that kept this connection from leading at
+// its last try or ping, or nil.
+func (c *LeaderConn) TooOld() error { return c.tooOld }
+
+// Ping checks the connection, and that this binary may still lead (a
+// migration may have raised the minimum); a leader steps down when it
+// fails.
 func (c *LeaderConn) Ping(ctx context.Context) error {
-	if err := c.Conn.Ping(ctx); err != nil {
+	ok, err := c.mayLead(ctx)
+	if err != nil {
 		return fmt.Errorf("ping leader connection: %w", err)
+	}
+	if !ok {
+		return fmt.Errorf("ping leader connection: %w", c.tooOld)
 	}
 	return nil
 }

@@ -18,7 +18,23 @@ import (
 //
 // Only a connection that does not hold the lock may wait: session advisory
 // locks stack, and a second grant would need a second unlock.
+//
+// A binary older than the schema allows to lead (see TryLock) does not
+// queue: it waits out timeout here and reports false.
 func (c *LeaderConn) WaitLock(ctx context.Context, timeout time.Duration) (bool, error) {
+	if ok, err := c.mayLead(ctx); err != nil || !ok {
+		if err != nil {
+			return false, err
+		}
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-t.C:
+			return false, nil
+		}
+	}
 	ms := timeout.Milliseconds()
 	if ms < 1 {
 		ms = 1

@@ -5,10 +5,16 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chronoshq/chronos"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -21,22 +27,120 @@ var migrationFiles embed.FS
 // versionTable is tern's bookkeeping table.
 const versionTable = "public.chronos_schema_version"
 
-// Migrate applies the embedded migrations to dsn. It is safe when several
-// instances start at once (an advisory lock serialises them).
+// MigrateOptions configures MigrateWith.
+type MigrateOptions struct {
+	// Log receives the migrations' progress and notices (nil:
+	// slog.Default()).
+	Log *slog.Logger
+	// LockTimeout bounds every wait for a lock (default
+	// DefaultMigrationLockTimeout): a migration that would queue behind a
+	// long transaction, and make every claim and completion queue behind
+	// itself, gives up instead and is retried.
+	LockTimeout time.Duration
+	// Attempts bounds how often a migration that timed out waiting for a
+	// lock (or lost a deadlock) is tried (default DefaultMigrationAttempts).
+	Attempts int
+}
+
+// Defaults of MigrateOptions.
+const (
+	DefaultMigrationLockTimeout = time.Second
+	DefaultMigrationAttempts    = 30
+	// migrationMaxBackoff caps the wait between attempts.
+	migrationMaxBackoff = 5 * time.Second
+)
+
+// NoTransactionHeader, on a line of its own in a migration, runs that
+// migration outside a transaction, one statement at a time, as CREATE
+// INDEX CONCURRENTLY needs. Such a migration must be safe to run again
+// from the start: a retry after a lock timeout, or after a crash midway,
+// does. (Drop an index that a failed CONCURRENTLY build left invalid
+// before building it again.)
+const NoTransactionHeader = "-- chronos:no-transaction"
+
+// ternDisableTx is tern's own marker for the same.
+const ternDisableTx = "---- tern: disable-tx ----"
+
+// Migrate applies the embedded migrations to dsn with the default options.
+func Migrate(ctx context.Context, dsn string) error {
+	return MigrateWith(ctx, dsn, MigrateOptions{})
+}
+
+// MigrateWith applies the embedded migrations to dsn. It is safe when
+// several instances start at once (an advisory lock serialises them), and
+// while instances run: every statement runs under a short lock_timeout,
+// and a migration that times out (or deadlocks) is rolled back and tried
+// again after a growing pause, so it never holds a lock queue up for long.
 //
 // tern takes a session advisory lock (per database) around creating its
 // version table and around applying migrations, and reads the current
 // version under that lock, so the second of two concurrent instances waits
-// and then finds nothing left to do.
-func Migrate(ctx context.Context, dsn string) error {
+// and then finds nothing left to do. dsn must reach a real session (not a
+// transaction pooler): DATABASE_DIRECT_URL.
+func MigrateWith(ctx context.Context, dsn string, opts MigrateOptions) error {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultMigrationLockTimeout
+	}
+	if opts.Attempts <= 0 {
+		opts.Attempts = DefaultMigrationAttempts
+	}
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return migrateFS(ctx, dsn, sub, opts)
+}
+
+// migrateFS applies the migrations in fsys (a test hands in its own).
+func migrateFS(ctx context.Context, dsn string, fsys fs.FS, opts MigrateOptions) error {
+	for attempt := 1; ; attempt++ {
+		err := migrateOnce(ctx, dsn, fsys, opts)
+		if err == nil || !retryableMigrationError(err) || attempt >= opts.Attempts {
+			if err != nil && retryableMigrationError(err) {
+				return fmt.Errorf("migrate: gave up after %d attempts: %w", attempt, err)
+			}
+			return err
+		}
+		wait := chronos.BackoffDelay(chronos.BackoffExponential, 100*time.Millisecond, migrationMaxBackoff, attempt)
+		opts.Log.Warn("migration waited too long for a lock; retrying", "attempt", attempt, "retry_in", wait.String(), "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("migrate: %w (after: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+// retryableMigrationError tells a lock timeout or a deadlock (the
+// migration lost to running transactions) from a real failure.
+func retryableMigrationError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "55P03" || pgErr.Code == "40P01") // lock_not_available, deadlock_detected
+}
+
+// migrateOnce connects and applies what is left. Each migration commits
+// by itself (tern), so a retry picks up at the one that failed.
+func migrateOnce(ctx context.Context, dsn string, fsys fs.FS, opts MigrateOptions) error {
 	cfg, err := connConfig(dsn)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
+	// A startup parameter, not a SET: tern runs RESET ALL after every
+	// migration, which returns to the session's startup values.
+	cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(opts.LockTimeout.Milliseconds(), 10)
+	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
+		cfg.RuntimeParams["application_name"] = "chronos-migrate"
+	}
 	// A migration reports what it changed in users' data (e.g. jobs
 	// renamed to make names unique) with RAISE NOTICE: log it.
+	log := opts.Log
 	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
-		slog.Info("migration notice", slog.String("message", n.Message))
+		log.Info("migration notice", slog.String("message", n.Message))
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
@@ -47,17 +151,34 @@ func Migrate(ctx context.Context, dsn string) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		return fmt.Errorf("migrate: %w", err)
-	}
-	if err := m.LoadMigrations(sub); err != nil {
+	if err := m.LoadMigrations(fsys); err != nil {
 		return fmt.Errorf("migrate: load migrations: %w", err)
 	}
+	for _, mig := range m.Migrations {
+		if noTransaction(mig.UpSQL) && !strings.Contains(mig.UpSQL, ternDisableTx) {
+			mig.UpSQL = ternDisableTx + "\n" + mig.UpSQL
+		}
+	}
+	m.OnStart = func(seq int32, name, direction, _ string) {
+		log.Info("applying migration", "version", seq, "name", name, "direction", direction)
+	}
+	// tern's advisory lock is waited for under lock_timeout too: a second
+	// instance starting at once times out while the first migrates, and
+	// retries until the first is done.
 	if err := m.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+// noTransaction tells whether a migration carries NoTransactionHeader.
+func noTransaction(sql string) bool {
+	for _, line := range strings.Split(sql, "\n") {
+		if strings.TrimSpace(line) == NoTransactionHeader {
+			return true
+		}
+	}
+	return false
 }
 
 // SchemaHash identifies the embedded migrations (a hash of their names and

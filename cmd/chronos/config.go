@@ -23,6 +23,7 @@ import (
 // environment by loadServeConfig.
 type serveConfig struct {
 	DatabaseURL            string
+	DatabaseDirectURL      string // "": DATABASE_URL (see directURL)
 	DatabaseConnectTimeout time.Duration
 	HTTPAddr               string
 	TLSCertFile            string
@@ -91,6 +92,20 @@ var serveVars = []envVar{
 				return fmt.Errorf("invalid DATABASE_URL: %v", err)
 			}
 			c.DatabaseURL = v
+			return nil
+		}},
+	{"DATABASE_DIRECT_URL", "", "Postgres connection string for what needs a session of its own: the LISTEN connection, the leader's lock, migrations (default DATABASE_URL). Set it when DATABASE_URL goes through PgBouncer in transaction mode: DATABASE_URL is then used as a transaction pooler (no named prepared statements, no session settings)",
+		func(c *serveConfig, v string) error {
+			if v == "" {
+				return nil
+			}
+			if err := checkScheme(v); err != nil {
+				return errors.New(strings.Replace(err.Error(), "DATABASE_URL", "DATABASE_DIRECT_URL", 1))
+			}
+			if _, err := pgx.ParseConfig(v); err != nil {
+				return fmt.Errorf("invalid DATABASE_DIRECT_URL: %v", err)
+			}
+			c.DatabaseDirectURL = v
 			return nil
 		}},
 	{"DATABASE_CONNECT_TIMEOUT", "10s", "how long startup keeps retrying to reach the database before giving up",
@@ -285,6 +300,21 @@ func loadServeConfig(getenv func(string) string) (*serveConfig, error) {
 		return nil, usagef("API_KEYS is empty: set API_KEYS=key1,key2 (clients send Authorization: Bearer <key>), or AUTH_DISABLED=true for local development")
 	}
 	return c, nil
+}
+
+// directURL is where the sessions go (LISTEN, the leader's lock,
+// migrations): DATABASE_DIRECT_URL, or DATABASE_URL when unset.
+func (c *serveConfig) directURL() string {
+	if c.DatabaseDirectURL != "" {
+		return c.DatabaseDirectURL
+	}
+	return c.DatabaseURL
+}
+
+// pooled tells whether DATABASE_URL is taken for a transaction pooler:
+// a DATABASE_DIRECT_URL of its own says so.
+func (c *serveConfig) pooled() bool {
+	return c.DatabaseDirectURL != "" && c.DatabaseDirectURL != c.DatabaseURL
 }
 
 // loadEnv applies the given variables, in order, to a new config.

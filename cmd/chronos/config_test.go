@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 const goodDSN = "postgres://chronos:chronos@localhost:5432/chronos?sslmode=disable"
@@ -245,33 +243,6 @@ func TestReactorSynchronousCommit(t *testing.T) {
 		}
 		if c.ReactorSyncCommit != tc.want {
 			t.Errorf("REACTOR_SYNCHRONOUS_COMMIT=%q: ReactorSyncCommit = %v, want %v", tc.value, c.ReactorSyncCommit, tc.want)
-		}
-	}
-}
-
-// TestWithRuntimeParam: the reactor's DSN is DATABASE_URL plus
-// synchronous_commit=off, in either DSN form, and pgx sends it to the
-// server at connection start.
-func TestWithRuntimeParam(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ dsn, want string }{
-		{"postgres://u:p@h:5432/db", "postgres://u:p@h:5432/db?synchronous_commit=off"},
-		{"postgresql://u@h/db?sslmode=disable&pool_max_conns=4", "postgresql://u@h/db?pool_max_conns=4&sslmode=disable&synchronous_commit=off"},
-		{"postgres://u@h/db?synchronous_commit=on", "postgres://u@h/db?synchronous_commit=off"},
-		{"host=h dbname=db", "host=h dbname=db synchronous_commit=off"},
-		{"host=h dbname=db synchronous_commit=on", "host=h dbname=db synchronous_commit=on synchronous_commit=off"},
-	} {
-		got := withRuntimeParam(tc.dsn, "synchronous_commit", "off")
-		if got != tc.want {
-			t.Errorf("withRuntimeParam(%q) = %q, want %q", tc.dsn, got, tc.want)
-		}
-		cfg, err := pgxpool.ParseConfig(got)
-		if err != nil {
-			t.Errorf("%q: %v", got, err)
-			continue
-		}
-		if v := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; v != "off" {
-			t.Errorf("%q: pgx sends synchronous_commit=%q, want off", got, v)
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	nethttp "net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -68,7 +67,7 @@ func runServe(ctx context.Context, args []string, env *environ) error {
 	if err != nil {
 		return err
 	}
-	httpCfg := chttp.Config{Instance: cfg.InstanceID, APIKeys: cfg.APIKeys, AuthDisabled: cfg.AuthDisabled,
+	httpCfg := chttp.Config{Instance: cfg.InstanceID, Version: version, APIKeys: cfg.APIKeys, AuthDisabled: cfg.AuthDisabled,
 		TargetPolicy: chronos.TargetPolicy{AllowPrivate: cfg.AllowPrivateTargets, AllowedNetworks: cfg.AllowedTargetNetworks},
 		RateLimit:    orNegative(cfg.RateLimit), RateBurst: cfg.RateLimitBurst, MaxTapStreams: int(orNegative(float64(cfg.MaxTapStreams))),
 		SeparateMetrics: cfg.MetricsAddr != ""}
@@ -111,6 +110,9 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		return err
 	}
 	defer db.Close()
+	if err := checkSessions(ctx, cfg, db); err != nil {
+		return err
+	}
 	rdb, err := reactorPool(ctx, cfg, db, clog)
 	if err != nil {
 		return err
@@ -120,16 +122,16 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 	}
 
 	if cfg.MigrateOnStart {
-		if err := sql.Migrate(ctx, cfg.DatabaseURL); err != nil {
+		if err := sql.MigrateWith(ctx, cfg.directURL(), sql.MigrateOptions{Log: clog}); err != nil {
 			return fmt.Errorf("apply migrations (MIGRATE_ON_START=true): %w", err)
 		}
 		clog.Info("migrations applied")
 	}
 
 	b := bus.New()
-	lst := listeners.New(listeners.Config{DSN: cfg.DatabaseURL, Instance: cfg.InstanceID}, b, log)
+	lst := listeners.New(listeners.Config{DSN: cfg.directURL(), Instance: cfg.InstanceID}, b, log)
 	r := reactor.New(reactor.Config{
-		DSN:                   cfg.DatabaseURL,
+		DSN:                   cfg.directURL(),
 		Instance:              cfg.InstanceID,
 		WorkerConcurrency:     cfg.WorkerConcurrency,
 		IdlePollInterval:      cfg.IdlePollInterval,
@@ -163,7 +165,7 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 5)
+	errs := make(chan error, 6)
 	start := func(name string, run func() error) {
 		wg.Add(1)
 		go func() {
@@ -181,6 +183,7 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		}()
 	}
 	start("listener", func() error { return lst.Run(runCtx) })
+	start("instance registry", func() error { registerLoop(runCtx, db, cfg.InstanceID, clog); return nil })
 	start("reactor", func() error { return r.Run(runCtx) })
 	start("api", func() error { return api.Run(runCtx) }) // metrics; closes event streams when it returns
 	start("http server", func() error { return serveUntil(runCtx, hs, ln, certs != nil, cfg.ShutdownTimeout) })
@@ -220,19 +223,87 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 	return nil
 }
 
+// registerEvery is how often an instance refreshes its row in
+// chronos_instances and reads the schema's minimum version again.
+const registerEvery = time.Minute
+
+// registerLoop records this instance's version (for /readyz and the
+// console) until ctx ends, and says loudly when the schema has moved past
+// this binary: it then never leads or materializes (sql.LeaderConn
+// refuses), but keeps delivering runs.
+func registerLoop(ctx context.Context, db *sql.DB, instance string, log *slog.Logger) {
+	var warned string
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		compat, err := db.RegisterInstance(rctx, instance, version)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			log.Warn("instance registration failed; retrying", "err", err)
+		default:
+			tooOld := ""
+			if err := compat.Check(sql.SchemaLevel()); err != nil {
+				tooOld = err.Error()
+			}
+			if tooOld != warned {
+				if tooOld != "" {
+					log.Error("upgrade this instance: "+tooOld, "version", version, "schema_level", sql.SchemaLevel(),
+						"min_lead_level", compat.MinLeadLevel, "min_materialize_level", compat.MinMaterializeLevel)
+				} else {
+					log.Info("this version may lead and materialize", "version", version, "schema_level", sql.SchemaLevel())
+				}
+				warned = tooOld
+			}
+		}
+		t := time.NewTimer(registerEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// errPoolerWithoutDirect: DATABASE_URL goes through a pooler and nothing
+// reaches Postgres itself.
+var errPoolerWithoutDirect = errors.New("DATABASE_URL goes through a connection pooler (PgBouncer?), and DATABASE_DIRECT_URL is not set: " +
+	"set DATABASE_DIRECT_URL to Postgres itself: the LISTEN connection, the leader's lock and migrations need a session of their own")
+
+// checkSessions refuses a DATABASE_URL that goes through a pooler when no
+// DATABASE_DIRECT_URL says where Postgres itself is: the instance would
+// start, but never lead and miss every notification.
+func checkSessions(ctx context.Context, cfg *serveConfig, db *sql.DB) error {
+	if cfg.DatabaseDirectURL != "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.DatabaseConnectTimeout)
+	defer cancel()
+	pooled, err := db.BehindPooler(ctx)
+	if err != nil {
+		return err
+	}
+	if pooled {
+		return errPoolerWithoutDirect
+	}
+	return nil
+}
+
 // connectDB opens the pool and waits until the database answers, retrying
 // for up to DATABASE_CONNECT_TIMEOUT (compose starts chronos and Postgres
 // together; a database that is still booting is not an error yet).
 func connectDB(ctx context.Context, cfg *serveConfig, log *slog.Logger) (*sql.DB, error) {
-	return connectDSN(ctx, cfg, cfg.DatabaseURL, log)
+	return connectDSN(ctx, cfg, cfg.DatabaseURL, false, log)
 }
 
-// connectDSN is connectDB on dsn: DATABASE_URL, or the reactor's variant
-// of it.
-func connectDSN(ctx context.Context, cfg *serveConfig, dsn string, log *slog.Logger) (*sql.DB, error) {
+// connectDSN is connectDB on dsn (DATABASE_URL, or DATABASE_DIRECT_URL for
+// `chronos migrate`), its writes committing asynchronously when async.
+func connectDSN(ctx context.Context, cfg *serveConfig, dsn string, async bool, log *slog.Logger) (*sql.DB, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.DatabaseConnectTimeout)
 	defer cancel()
-	db, err := sql.Open(ctx, dsn, cfg.InstanceID)
+	db, err := sql.OpenWith(ctx, dsn, sql.Options{Instance: cfg.InstanceID, AsyncCommit: async, Pooled: cfg.pooled() && dsn == cfg.DatabaseURL})
 	if err != nil {
 		return nil, fmt.Errorf("invalid DATABASE_URL: %w", err)
 	}
@@ -267,8 +338,10 @@ func connectDSN(ctx context.Context, cfg *serveConfig, dsn string, log *slog.Log
 }
 
 // reactorPool returns the pool the reactor writes on: db itself with
-// REACTOR_SYNCHRONOUS_COMMIT=on, else a second pool on DATABASE_URL with
-// synchronous_commit=off. Its commits (claims, starts, completions,
+// REACTOR_SYNCHRONOUS_COMMIT=on, else a second pool on DATABASE_URL whose
+// transactions and statements each set synchronous_commit=off for
+// themselves (sql.Options.AsyncCommit: no startup parameter, so it works
+// through PgBouncer in transaction mode). Its commits (claims, starts, completions,
 // materialized runs, reaped leases) then return before the WAL reaches
 // the disk; the API keeps db, so what it acknowledges (jobs created,
 // triggers, redrives) is durable, and each such commit also makes the
@@ -282,36 +355,11 @@ func reactorPool(ctx context.Context, cfg *serveConfig, db *sql.DB, log *slog.Lo
 	if cfg.ReactorSyncCommit {
 		return db, nil
 	}
-	rdb, err := connectDSN(ctx, cfg, withRuntimeParam(cfg.DatabaseURL, "synchronous_commit", "off"), log)
+	rdb, err := connectDSN(ctx, cfg, cfg.DatabaseURL, true, log)
 	if err != nil {
 		return nil, fmt.Errorf("reactor pool (REACTOR_SYNCHRONOUS_COMMIT=off): %w", err)
 	}
-	// A pooler that drops startup parameters would leave it on: safe,
-	// only slower, but the operator should know.
-	var got string
-	if err := rdb.Pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&got); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("reactor pool (REACTOR_SYNCHRONOUS_COMMIT=off): read synchronous_commit: %w", err)
-	}
-	if got != "off" {
-		log.Warn("REACTOR_SYNCHRONOUS_COMMIT=off, but the server keeps the reactor's sessions synchronous (a pooler dropping startup parameters?)", "synchronous_commit", got)
-	}
 	return rdb, nil
-}
-
-// withRuntimeParam sets a server parameter (sent at connection start) in
-// a DSN, URL or keyword/value form, replacing one the DSN already sets.
-func withRuntimeParam(dsn, name, value string) string {
-	if scheme, _, ok := strings.Cut(dsn, "://"); ok && (scheme == "postgres" || scheme == "postgresql") {
-		if u, err := url.Parse(dsn); err == nil {
-			q := u.Query()
-			q.Set(name, value)
-			u.RawQuery = q.Encode()
-			return u.String()
-		}
-	}
-	// Keyword/value: the last of a repeated keyword wins.
-	return dsn + " " + name + "=" + value
 }
 
 // onOff names a synchronous_commit setting as Postgres does.

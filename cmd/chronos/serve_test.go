@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	nethttp "net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"syscall"
@@ -148,9 +149,24 @@ func TestServeBadConfigStopsStartup(t *testing.T) {
 }
 
 // waitReady polls /readyz until the instance is ready.
+// withRuntimeParam sets a server parameter (sent at connection start) in
+// a URL DSN, replacing one the DSN already sets.
+func withRuntimeParam(dsn, name, value string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		panic(err)
+	}
+	q := u.Query()
+	q.Set(name, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // TestReactorPool: REACTOR_SYNCHRONOUS_COMMIT=off gives the reactor a pool
-// of its own whose sessions have synchronous_commit=off, and leaves the
-// API's pool as DATABASE_URL has it; on shares the API's pool.
+// of its own whose statements and transactions run with
+// synchronous_commit=off, set for each of them (never for the session,
+// which a transaction pooler would hand on to other clients), and leaves
+// the API's pool as DATABASE_URL has it; on shares the API's pool.
 func TestReactorPool(t *testing.T) {
 	t.Parallel()
 	// The API's sessions ask for on, whatever the test server's default
@@ -200,6 +216,26 @@ func TestReactorPool(t *testing.T) {
 		}
 		if want := map[string]string{"on": apiWant, "off": "off"}[mode]; show(rdb) != want {
 			t.Errorf("REACTOR_SYNCHRONOUS_COMMIT=%s: the reactor's pool has synchronous_commit=%s, want %s", mode, show(rdb), want)
+		}
+		// In a transaction too; and the sessions themselves keep
+		// DATABASE_URL's setting.
+		tx, err := rdb.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inTx, session string
+		if err := tx.QueryRow(ctx, "SHOW synchronous_commit").Scan(&inTx); err != nil {
+			t.Fatal(err)
+		}
+		tx.Rollback(ctx)
+		if want := map[string]string{"on": apiWant, "off": "off"}[mode]; inTx != want {
+			t.Errorf("REACTOR_SYNCHRONOUS_COMMIT=%s: a reactor transaction has synchronous_commit=%s, want %s", mode, inTx, want)
+		}
+		if err := rdb.Pool.Pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&session); err != nil {
+			t.Fatal(err)
+		}
+		if session != apiWant {
+			t.Errorf("REACTOR_SYNCHRONOUS_COMMIT=%s: the reactor's sessions have synchronous_commit=%s, want DATABASE_URL's %s", mode, session, apiWant)
 		}
 		if rdb != db {
 			rdb.Close()

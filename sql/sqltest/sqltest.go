@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strconv"
@@ -213,7 +214,7 @@ func build(ctx context.Context, admin *pgx.Conn, base, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := sql.Migrate(ctx, dsn); err != nil {
+	if err := sql.MigrateWith(ctx, dsn, sql.MigrateOptions{Log: slog.New(slog.DiscardHandler)}); err != nil {
 		return fmt.Errorf("migrate template: %w", err)
 	}
 	// The migration's backend exits just after its client hangs up; RENAME

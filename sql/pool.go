@@ -1,0 +1,196 @@
+package sql
+
+import (
+	"context"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Pool is a pgx pool whose writes may commit with synchronous_commit off
+// (Options.AsyncCommit). The setting is made per transaction, never per
+// session: a transaction pooler forwards no startup parameters, and a
+// session SET would stay behind on a server session that the pooler then
+// hands to another client, whose acknowledged writes would silently stop
+// being durable.
+//
+//   - Begin and BeginTx open the transaction with "BEGIN; SET LOCAL
+//     synchronous_commit TO off" in one simple-protocol round trip.
+//   - Exec, Query and QueryRow send set_config('synchronous_commit',
+//     'off', true) and the statement in one batch: one round trip, one
+//     implicit transaction, so the setting covers exactly that statement.
+//
+// Everything else is pgxpool's. Without AsyncCommit every method is
+// pgxpool's own.
+type Pool struct {
+	*pgxpool.Pool
+	asyncCommit bool
+}
+
+// asyncCommitSQL sets synchronous_commit for the current transaction only.
+const asyncCommitSQL = "SELECT set_config('synchronous_commit', 'off', true)"
+
+// async tells whether a call with args takes the asynchronous-commit
+// path: a query option as the first argument (a QueryExecMode, result
+// formats, a rewriter) is not something a batch accepts, so those go
+// through as they are, committing synchronously.
+func (p *Pool) async(args []any) bool {
+	if !p.asyncCommit {
+		return false
+	}
+	if len(args) > 0 {
+		switch args[0].(type) {
+		case pgx.QueryExecMode, pgx.QueryResultFormats, pgx.QueryResultFormatsByOID, pgx.QueryRewriter:
+			return false
+		}
+	}
+	return true
+}
+
+// Exec is pgxpool's Exec, committing asynchronously with AsyncCommit.
+func (p *Pool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if !p.async(args) {
+		return p.Pool.Exec(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(asyncCommitSQL)
+	b.Queue(sql, args...)
+	br := p.Pool.SendBatch(ctx, b)
+	_, err := br.Exec()
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+// Query is pgxpool's Query, committing asynchronously with AsyncCommit.
+func (p *Pool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if !p.async(args) {
+		return p.Pool.Query(ctx, sql, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(asyncCommitSQL)
+	b.Queue(sql, args...)
+	br := p.Pool.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		if rows != nil {
+			rows.Close()
+		}
+		br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+// QueryRow is pgxpool's QueryRow, committing asynchronously with
+// AsyncCommit.
+func (p *Pool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if !p.async(args) {
+		return p.Pool.QueryRow(ctx, sql, args...)
+	}
+	rows, err := p.Query(ctx, sql, args...)
+	return &batchRow{rows: rows, err: err}
+}
+
+// Begin is pgxpool's Begin; with AsyncCommit the transaction commits
+// asynchronously.
+func (p *Pool) Begin(ctx context.Context) (pgx.Tx, error) {
+	return p.BeginTx(ctx, pgx.TxOptions{})
+}
+
+// BeginTx is pgxpool's BeginTx; with AsyncCommit the transaction commits
+// asynchronously (unless opts.BeginQuery says how to begin).
+func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
+	if p.asyncCommit && opts.BeginQuery == "" {
+		opts.BeginQuery = beginSQL(opts) + "; SET LOCAL synchronous_commit TO off"
+	}
+	return p.Pool.BeginTx(ctx, opts)
+}
+
+// beginSQL is the BEGIN statement for opts, as pgx writes it.
+func beginSQL(opts pgx.TxOptions) string {
+	var b strings.Builder
+	b.WriteString("BEGIN")
+	if opts.IsoLevel != "" {
+		b.WriteString(" ISOLATION LEVEL " + string(opts.IsoLevel))
+	}
+	if opts.AccessMode != "" {
+		b.WriteString(" " + string(opts.AccessMode))
+	}
+	if opts.DeferrableMode != "" {
+		b.WriteString(" " + string(opts.DeferrableMode))
+	}
+	return b.String()
+}
+
+// batchRows are the rows of a batch's second statement; closing them
+// closes the batch (and releases its connection). The batch's own error
+// (the implicit transaction's commit) is the rows' error.
+type batchRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	closed bool
+	err    error
+}
+
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *batchRows) Close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.Rows.Close()
+	r.err = r.br.Close()
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+func (r *batchRows) CommandTag() pgconn.CommandTag { return r.Rows.CommandTag() }
+
+// batchRow is QueryRow's row on batchRows, as pgx's own: the first row,
+// or pgx.ErrNoRows.
+type batchRow struct {
+	rows pgx.Rows
+	err  error
+}
+
+func (r *batchRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
+}
