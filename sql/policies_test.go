@@ -347,8 +347,10 @@ func TestJitterDelaysAvailability(t *testing.T) {
 }
 
 // misfire all keeps the runs created ahead before the gap (they run, once
-// the claim releases them) and adds a flagged run for each occurrence
-// missed after them.
+// the claim releases them) and adds a run for each occurrence missed after
+// them; all of them are flagged catch-ups (issue 22.5: the runs created
+// before the gap are among the missed occurrences), and the chain starts
+// at the earliest.
 func TestMisfireAllKeepsRunsCreatedAhead(t *testing.T) {
 	t.Parallel()
 	db := sqltest.New(t)
@@ -370,8 +372,13 @@ func TestMisfireAllKeepsRunsCreatedAhead(t *testing.T) {
 		t.Fatalf("%d runs (want t0..t0+5), catch-ups %v, missed %v", len(runs), res.CatchUps, res.Missed)
 	}
 	for i, r := range runs {
-		if want := t0.Add(time.Duration(i) * time.Second); !r.ScheduledAt.Equal(want) || r.CatchUp != (i >= 2) {
-			t.Fatalf("run %d at %v catch_up %v, want %v", i, r.ScheduledAt, r.CatchUp, want)
+		if want := t0.Add(time.Duration(i) * time.Second); !r.ScheduledAt.Equal(want) || !r.CatchUp {
+			t.Fatalf("run %d at %v catch_up %v, want %v, flagged", i, r.ScheduledAt, r.CatchUp, want)
 		}
+	}
+	var at *time.Time
+	if err := db.Pool.QueryRow(ctx, "SELECT catch_up_at FROM job_schedules WHERE job_id = $1", j.ID).Scan(&at); err != nil ||
+		at == nil || !at.Equal(t0) {
+		t.Fatalf("catch_up_at %v (%v), want %v", at, err, t0)
 	}
 }
