@@ -62,17 +62,21 @@ const maxOccurrencesPerJob = 1000
 // runs' foreign key takes anyway, so that a delete of the job waits for
 // this transaction instead of deadlocking with it. A job due now is always
 // taken. A job due within the lookahead is taken to pre-create its run,
-// unless its overlap policy could hold that run back: a skip or queue_one
-// job is looked ahead for only while it has no run pending, leased or
-// running (what it has then is decided when its occurrence is due, since
-// the active run may be done by then); leaving the others out keeps a
-// "call again while the batch is full" loop from re-examining them.
+// unless its overlap policy could hold that run back: a skip job is looked
+// ahead for only while it has no run pending, leased or running, a
+// queue_one job while it has none pending (otherwise its occurrence is
+// decided when due, since the active run may be done by then); leaving
+// the others out keeps a "call again while the batch is full" loop from
+// re-examining them.
 const dueJobsSQL = `
 	SELECT ` + scheduleColumns + ` FROM job_schedules s JOIN jobs j ON j.id = s.job_id
 	 WHERE s.enabled AND s.next_run_at <= $2
 	   AND (s.next_run_at <= $1 OR j.overlap = 'allow'
-	        OR NOT EXISTS (SELECT 1 FROM job_runs r
-	                        WHERE r.job_id = s.job_id AND r.status IN ('pending', 'leased', 'running')))
+	        OR (j.overlap = 'skip' AND NOT EXISTS (
+	                SELECT 1 FROM job_runs r
+	                 WHERE r.job_id = s.job_id AND r.status IN ('pending', 'leased', 'running')))
+	        OR (j.overlap = 'queue_one' AND NOT EXISTS (
+	                SELECT 1 FROM job_runs r WHERE r.job_id = s.job_id AND r.status = 'pending')))
 	 ORDER BY s.next_run_at
 	 LIMIT $3
 	   FOR UPDATE OF s SKIP LOCKED
