@@ -23,11 +23,7 @@ type Config struct {
 	AuditRetention     time.Duration // audit history entries older than this are pruned (90 days)
 	PruneInterval      time.Duration // how often the leader prunes runs, audit entries and idempotency keys (1m)
 	ShutdownTimeout    time.Duration // grace for in-flight calls on shutdown (25s)
-	// Lookahead: runs are materialized this far ahead (10s): far enough
-	// that a herd (100,000 cron jobs due at one instant, at the top of an
-	// hour) is prepared in batches before its instant, so its delivery
-	// starts on time and is not behind the inserts of its runs.
-	Lookahead time.Duration
+	Lookahead          time.Duration // runs are materialized this far ahead (2s)
 	// ClaimAhead: runs due within this are claimed ahead of their instant
 	// and sent at it (20ms; negative turns it off), so the claim's round
 	// trip and commit are not part of a scheduled run's delay.
@@ -65,7 +61,7 @@ const (
 	DefaultAuditRetention     = 90 * 24 * time.Hour
 	DefaultPruneInterval      = time.Minute
 	DefaultShutdownTimeout    = 25 * time.Second
-	DefaultLookahead          = 10 * time.Second
+	DefaultLookahead          = 2 * time.Second
 	DefaultClaimAhead         = 20 * time.Millisecond
 	DefaultQueueStatsInterval = 5 * time.Second
 )

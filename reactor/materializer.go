@@ -21,9 +21,8 @@ type materializer struct {
 
 func newMaterializer(r *Reactor) *materializer {
 	// Tick several times per lookahead, so runs exist well before they
-	// are due, but not more often than needed; and at least twice a
-	// second, so a misfire "all" chain moves on briskly (advanceCatchUps).
-	iv := min(max(r.cfg.Lookahead/4, 50*time.Millisecond), 500*time.Millisecond)
+	// are due, but not more often than needed.
+	iv := min(max(r.cfg.Lookahead/4, 50*time.Millisecond), time.Second)
 	return &materializer{r: r, interval: iv}
 }
 
