@@ -68,18 +68,29 @@ const maxOccurrencesPerJob = 1000
 // decided when due, since the active run may be done by then); leaving
 // the others out keeps a "call again while the batch is full" loop from
 // re-examining them.
+//
+// The job's condition is a scalar subquery, not a join, on purpose (as in
+// claimSQL): with job_schedules the only relation in the inner FROM, the
+// plan is always a walk of job_schedules_due_idx that stops after $3 rows,
+// whatever the planner guesses (a herd inserted a moment ago has no
+// statistics yet; as a join, a seq scan and sort of every due row could
+// look cheaper, per batch).
 const dueJobsSQL = `
-	SELECT ` + scheduleColumns + ` FROM job_schedules s JOIN jobs j ON j.id = s.job_id
-	 WHERE s.enabled AND s.next_run_at <= $2
-	   AND (s.next_run_at <= $1 OR j.overlap = 'allow'
-	        OR (j.overlap = 'skip' AND NOT EXISTS (
-	                SELECT 1 FROM job_runs r
-	                 WHERE r.job_id = s.job_id AND r.status IN ('pending', 'leased', 'running')))
-	        OR (j.overlap = 'queue_one' AND NOT EXISTS (
-	                SELECT 1 FROM job_runs r WHERE r.job_id = s.job_id AND r.status = 'pending')))
-	 ORDER BY s.next_run_at
-	 LIMIT $3
-	   FOR UPDATE OF s SKIP LOCKED
+	SELECT ` + scheduleColumns + ` FROM (
+		SELECT s.job_id, s.enabled, s.next_run_at FROM job_schedules s
+		 WHERE s.enabled AND s.next_run_at <= $2
+		   AND (s.next_run_at <= $1
+		        OR (SELECT j.overlap = 'allow'
+		                OR (j.overlap = 'skip' AND NOT EXISTS (
+		                        SELECT 1 FROM job_runs r
+		                         WHERE r.job_id = j.id AND r.status IN ('pending', 'leased', 'running')))
+		                OR (j.overlap = 'queue_one' AND NOT EXISTS (
+		                        SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.status = 'pending'))
+		              FROM jobs j WHERE j.id = s.job_id))
+		 ORDER BY s.next_run_at
+		 LIMIT $3
+		   FOR UPDATE OF s SKIP LOCKED
+	) s JOIN jobs j ON j.id = s.job_id
 	   FOR KEY SHARE OF j SKIP LOCKED`
 
 // Materialize turns the due occurrences of up to batch jobs with
