@@ -62,11 +62,16 @@ func (e *env) insertCronJobs(ctx context.Context, j cronJobs) (bypassed bool, er
 	} else if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT s"); err != nil {
 		return false, err
 	}
+	// The schedule rows in the same statement: the insert trigger that
+	// would make them does not fire as a replica.
 	_, err = tx.Exec(ctx, `
-		INSERT INTO jobs (name, cron_expr, timezone, target_url, next_run_at, max_retries)
-		SELECT $1::text || ((SELECT coalesce(max(id), 0) FROM jobs) + g), $2, 'UTC',
-		       CASE WHEN $3 THEN $4::text || '/' || g ELSE $4::text END, $5, 0
-		  FROM generate_series(1, $6::int) g`,
+		WITH ins AS (
+			INSERT INTO jobs (name, cron_expr, timezone, target_url, max_retries)
+			SELECT $1::text || ((SELECT coalesce(max(id), 0) FROM jobs) + g), $2, 'UTC',
+			       CASE WHEN $3 THEN $4::text || '/' || g ELSE $4::text END, 0
+			  FROM generate_series(1, $6::int) g
+			RETURNING id)
+		INSERT INTO job_schedules (job_id, enabled, cron, next_run_at) SELECT id, true, true, $5 FROM ins`,
 		j.name, j.expr, j.perJob, j.url, j.next, j.n)
 	if err != nil {
 		return false, fmt.Errorf("insert %d jobs: %w", j.n, err)

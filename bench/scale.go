@@ -87,7 +87,7 @@ func (e *env) measureScale(ctx context.Context, apiURL string, res *result, labe
 		for i := int64(0); i < due && lo+i*step+int64(round) <= hi; i++ {
 			ids = append(ids, lo+i*step+int64(round))
 		}
-		if _, err := e.db.Pool.Exec(ctx, "UPDATE jobs SET next_run_at = now() - interval '1 second' WHERE id = ANY($1)", ids); err != nil {
+		if _, err := e.db.Pool.Exec(ctx, "UPDATE job_schedules SET next_run_at = now() - interval '1 second' WHERE job_id = ANY($1)", ids); err != nil {
 			return fmt.Errorf("make jobs due: %w", err)
 		}
 		d, created, err := e.materializeTick(ctx)

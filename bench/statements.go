@@ -27,11 +27,11 @@ func stmtClass(q string) string {
 		return "release"
 	case strings.Contains(l, "min(available_at)"):
 		return "next_available"
-	case strings.Contains(l, "from jobs j where enabled and next_run_at"):
+	case strings.Contains(l, "s.next_run_at <= $2"):
 		return "materialize_due"
 	case strings.Contains(l, "next_run_at is null"):
 		return "materialize_unscheduled"
-	case strings.Contains(l, "update jobs set next_run_at"):
+	case strings.Contains(l, "update job_schedules s set next_run_at"):
 		return "materialize_advance"
 	case strings.Contains(l, "leased_until <"):
 		return "reap"

@@ -173,7 +173,7 @@ func TestPatchEndedCronJob(t *testing.T) {
 	j := e.createJob(with(cronJob("ended"), "cron_expr", "0 0 1 1 * 2099"))
 	// Time passes: 2099 is over (the job's last occurrence has fired).
 	if _, err := e.db.Pool.Exec(context.Background(),
-		"UPDATE jobs SET cron_expr = '0 0 1 1 * 2020', next_run_at = NULL WHERE id = $1", j.ID); err != nil {
+		"WITH s AS (UPDATE job_schedules SET next_run_at = NULL WHERE job_id = $1) UPDATE jobs SET cron_expr = '0 0 1 1 * 2020' WHERE id = $1", j.ID); err != nil {
 		t.Fatal(err)
 	}
 	path := fmt.Sprintf("/v1/jobs/%d", j.ID)

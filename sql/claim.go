@@ -64,12 +64,15 @@ const fence = "id = $1 AND leased_by = $2 AND attempt_count = $3 AND status IN (
 //     walks; only the head of each such job's queue is. Triggers release
 //     the lock and promote the next held run whatever statement ends the
 //     active one.
-//   - a scheduled run of an enabled job whose next_run_at is not after
-//     now: the materializer has not caught up with the job (no leader for
-//     a while), and when it does it may fold that run into a catch-up. A
-//     paused job is not materialized, and a queue_one job's run waits
-//     behind the active one by design, so their runs are never held this
-//     way.
+//   - a scheduled run of an enabled job whose next_run_at (in its
+//     schedule row, job_schedules) is not after now: the materializer has
+//     not caught up with the job (no leader for a while), and when it does
+//     it may fold that run into a catch-up. A paused job is not
+//     materialized, and a queue_one job's run waits behind the active one
+//     by design, so their runs are never held this way.
+//   - a catch-up run of a misfire "all" gap scheduled after the job's
+//     catch_up_at: missed occurrences run one after another, in order
+//     (see startCatchUps).
 //
 // The job's conditions are scalar subqueries, not a join, on purpose: with
 // job_runs the only relation in the FROM, the plan is always a walk of
@@ -159,8 +162,10 @@ func scanClaimed(row pgx.CollectableRow, worker string) (Claimed, error) {
 // is gone) holds the run back.
 const claimableSQL = `(SELECT (j.overlap = 'allow'
 	                OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = j.id))
-	           AND NOT (r.trigger = 'schedule' AND j.overlap <> 'queue_one' AND j.enabled
-	                    AND coalesce(j.next_run_at <= now(), false))
+	           AND NOT coalesce((SELECT (r.trigger = 'schedule' AND j.overlap <> 'queue_one' AND j.enabled
+	                                     AND s.next_run_at <= now())
+	                                    OR (r.trigger = 'schedule' AND r.catch_up AND r.scheduled_at > s.catch_up_at)
+	                               FROM job_schedules s WHERE s.job_id = r.job_id), false)
 	           AND NOT ` + pastDeadline + `
 	          FROM jobs j WHERE j.id = r.job_id)`
 

@@ -57,7 +57,7 @@ type Overview struct {
 	// Instances are the instances whose listener is connected to the
 	// database: those alive as far as it knows.
 	Instances []string
-	// Versions are the instances' registered versions (migration 014), by
+	// Versions are the instances' registered versions (migration 017), by
 	// name; an instance that registered none is missing.
 	Versions map[string]string
 }

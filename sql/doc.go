@@ -49,18 +49,48 @@
 // expiry is checked at update time. Renew extends a lease that has passed
 // but not yet been reclaimed: the fence is identity, not time.
 //
-// Materialize. It locks due jobs FOR UPDATE SKIP LOCKED, so two
-// materializers take disjoint jobs, and inserts with ON CONFLICT DO NOTHING
-// on UNIQUE (job_id, scheduled_at) WHERE trigger = 'schedule', so even a
-// stale repeat creates nothing twice. A job more than one occurrence behind
-// (a gap) gets one run flagged catch_up, for the latest missed occurrence,
-// then resumes at the first occurrence after now: never a flood. Within
-// the lookahead, allow-jobs get their runs pre-created (available_at = the
-// scheduled instant, so dispatchers can arm a timer). skip and queue_one
-// decide a future occurrence only once it is due: an active run may be
-// finished by then, and deciding early would skip it wrongly. While such
-// a job is held back it is not even selected, so "call again while the
-// batch is full" always ends. A one-shot (run_at) materializes once and its
+// Schedules. A job's scheduling state lives in its narrow row of
+// job_schedules (migration 018), not in the wide jobs row: job_id,
+// next_run_at (the next occurrence not yet materialized), copies of
+// enabled and of "is a cron job" (the predicates of its indexes), and
+// catch_up_at (misfire "all", below). Firing a cron job updates that row
+// only; jobs (nine indexes, three GIN) is written only when the API
+// changes a job. Who writes it: a statement-level trigger on jobs INSERT
+// (over the transition table, so a multi-row insert is one statement)
+// creates the rows; a writer may set next_run_at in the same statement
+// (CreateJob does, in a CTE), and a writer of the old shape that still sets
+// jobs.next_run_at has it moved over and jobs.next_run_at cleared. A row
+// trigger copies enabled and the kind of schedule when they change; the
+// foreign key cascades deletes; UpdateJob writes next_run_at; the
+// materializer writes next_run_at and catch_up_at. jobs.next_run_at is
+// kept (expand, then contract) but always null, so an older binary's claim
+// never holds runs back on it, and a trigger refuses an older binary's
+// materializer ("this database is migrated for a newer chronos; upgrade
+// this instance"). Job responses read next_run_at from the schedule row.
+//
+// Materialize. It locks due schedule rows FOR UPDATE SKIP LOCKED (and
+// their jobs FOR KEY SHARE, so a delete waits rather than deadlocks), so
+// two materializers take disjoint jobs, and inserts with ON CONFLICT DO
+// NOTHING on UNIQUE (job_id, scheduled_at) WHERE trigger = 'schedule', so
+// even a stale repeat creates nothing twice. Gaps are detected on the
+// schedule row alone: a job is behind when its next_run_at is not after
+// now (the materializer keeps it a lookahead ahead while a leader runs),
+// and it has a gap when more than one occurrence is due, counting its runs
+// created ahead that never started. A gap gets one run flagged catch_up,
+// for the latest missed occurrence, then resumes at the first occurrence
+// after now: never a flood (misfire "one"; "none" creates nothing, "all"
+// one run per missed occurrence). Under "all" the runs created before the
+// gap are flagged too, and the catch-ups run one after another in order:
+// catch_up_at names the one that may run, the claim holds back the later
+// ones, and each call moves it on once that run has finished. Within the
+// lookahead, allow-jobs get their runs pre-created (available_at = the
+// jittered instant, so dispatchers can arm a timer and claim them a moment
+// ahead); skip and queue_one jobs too while they have no run pending,
+// leased or running (a herd of them at the top of the hour is prepared
+// ahead like any other); while they have one, a future occurrence is
+// decided when it is due, since the active run may be finished by then,
+// and such a job is not even selected, so "call again while the batch is
+// full" always ends. A one-shot (run_at) materializes once and its
 // next_run_at becomes null; a cron job whose schedule has no further
 // occurrence likewise. An enabled cron job found with a null next_run_at
 // is given its next occurrence after now.
@@ -72,9 +102,13 @@
 // when the schedule changes or the job is re-enabled (time spent disabled
 // is not caught up; a one-shot already materialized stays done), and then,
 // or when the job is disabled, deletes the pending, never-attempted runs
-// pre-created for its future occurrences, and the runs claimed ahead of
-// their instant that no worker has started yet (StartAhead fences the
-// start against it). Manual triggers ignore enabled
+// pre-created for its future occurrences, except, for an edit of an
+// enabled cron job, those whose occurrence the new plan still contains
+// (a jittered run whose instant has passed but whose fire time has not
+// among them): an edit never loses an occurrence of the new plan, and the
+// schedule goes on after the last run it kept. With them go the runs
+// claimed ahead of their instant that no worker has started yet
+// (StartAhead fences the start against it). Manual triggers ignore enabled
 // and overlap: "run it now" is explicit. Redrive is refused (ECONFLICT)
 // while an earlier redrive of the same run is still active.
 //

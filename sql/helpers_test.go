@@ -37,7 +37,7 @@ func mustCreate(t testing.TB, db *sql.DB, j *chronos.Job) *chronos.Job {
 // setNextRunAt moves a job's schedule by hand (as an outage would).
 func setNextRunAt(t testing.TB, db *sql.DB, id int64, at *time.Time) {
 	t.Helper()
-	if _, err := db.Pool.Exec(context.Background(), "UPDATE jobs SET next_run_at = $2 WHERE id = $1", id, at); err != nil {
+	if _, err := db.Pool.Exec(context.Background(), "UPDATE job_schedules SET next_run_at = $2 WHERE job_id = $1", id, at); err != nil {
 		t.Fatal(err)
 	}
 }

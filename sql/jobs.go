@@ -53,21 +53,27 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	args := append(append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets)), policyArgs(j)...)
 	args = append(args, j.CreatedAt, j.Description, labelsArg(j), chronos.ActorFrom(ctx),
 		changesArg(chronos.JobChanges(nil, j)), j.OnDeadURL)
-	// The job and its first audit entry in one statement.
+	// The job, its schedule row and its first audit entry in one
+	// statement. next_run_at goes to the schedule row only (jobs'
+	// column is the old shape's, kept null): the insert trigger's row for
+	// the job then finds this one and keeps it.
 	err = db.Pool.QueryRow(ctx, `
 		WITH ins AS (
 		INSERT INTO jobs (name, cron_expr, run_at, timezone, target_url, method, headers, payload,
 		                  timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds,
-		                  overlap, enabled, next_run_at, secret_headers, signing_secrets, starts_at, ends_at, misfire,
+		                  overlap, enabled, secret_headers, signing_secrets, starts_at, ends_at, misfire,
 		                  starting_deadline_seconds, jitter_seconds, exclude, created_at, updated_at, description, labels,
 		                  on_dead_url)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17, $18, $19, $20,
 		        $21, $22, $23, $24, $25, $25, $26, $27, $30)
-		RETURNING id, next_run_at, created_at, updated_at
+		RETURNING id, enabled, cron_expr, created_at, updated_at
+		), sched AS (
+			INSERT INTO job_schedules (job_id, enabled, cron, next_run_at)
+			SELECT id, enabled, cron_expr IS NOT NULL, $16::timestamptz FROM ins
 		), audit AS (
 			INSERT INTO job_audit (job_id, action, actor, changes) SELECT id, 'create', $28, $29::jsonb FROM ins
 		)
-		SELECT id, next_run_at, created_at, updated_at FROM ins`,
+		SELECT id, $16::timestamptz, created_at, updated_at FROM ins`,
 		args...,
 	).Scan(&j.ID, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt)
 	if err != nil {
@@ -198,13 +204,21 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		rawNext *time.Time // next_run_at as stored (a paused job shows null)
 		now     time.Time
 	)
-	err = tx.QueryRow(ctx, "SELECT "+jobColumns+", next_run_at, now() FROM jobs WHERE id = $1 FOR UPDATE", id).
-		Scan(append(s.dest(), &rawNext, &now)...)
+	// The job's row, then its schedule row, locked in that order (as a
+	// delete takes them); the materializer, which skips locked rows,
+	// holds the schedule row while it plans the job, so this waits for it
+	// and then sees the runs it created.
+	err = tx.QueryRow(ctx, "SELECT "+jobColumns+", now() FROM jobs WHERE id = $1 FOR UPDATE", id).
+		Scan(append(s.dest(), &now)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, jobNotFound(id)
 	}
 	if err != nil {
 		return nil, mapErr(err, "update job")
+	}
+	err = tx.QueryRow(ctx, "SELECT next_run_at FROM job_schedules WHERE job_id = $1 FOR UPDATE", id).Scan(&rawNext)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) { // no row: upserted below
+		return nil, mapErr(err, "update job: lock its schedule")
 	}
 	j := s.job()
 	old := *j
@@ -223,40 +237,44 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		}
 	}
 
-	var dropped []time.Time // scheduled_at of the deleted runs created ahead
+	var (
+		dropped []time.Time // scheduled_at of the deleted runs created ahead
+		kept    *time.Time  // the latest run created ahead that the new plan keeps
+	)
 	if c.schedule || c.pausing {
-		// With them go the runs claimed ahead of their instant that no
-		// worker has started (see sql.ClaimAhead and StartAhead): the
-		// DELETE waits for a worker's StartAhead in flight, and a worker
-		// whose run is gone does not send it. Once this PATCH is answered,
-		// no run of the old plan starts.
-		rows, err := tx.Query(ctx, `
-			DELETE FROM job_runs
-			 WHERE job_id = $1 AND status IN ('pending', 'leased') AND trigger = 'schedule' AND available_at > now()
-			   AND (status = 'pending' AND attempt_count = 0
-			        OR status = 'leased' AND attempt_count = 1 AND started_at IS NULL)
-			RETURNING scheduled_at`, id)
-		if err != nil {
-			return nil, mapErr(err, "update job: drop runs created ahead")
-		}
-		dropped, err = pgx.CollectRows(rows, pgx.RowTo[time.Time])
-		if err != nil {
-			return nil, mapErr(err, "update job: drop runs created ahead")
+		if dropped, kept, err = dropRunsAhead(ctx, tx, j, c); err != nil {
+			return nil, err
 		}
 	}
 	next, err := nextAfterUpdate(j, c, rawNext, dropped, now)
 	if err != nil {
 		return nil, err
 	}
+	if kept != nil && next != nil && !next.After(*kept) {
+		// The kept runs stand for their occurrences: the schedule goes on
+		// after the last of them (the unique key would refuse a second
+		// run anyway).
+		if next, err = j.NextRun(*kept); err != nil {
+			return nil, mapErr(err, "update job: next occurrence")
+		}
+	}
 
 	args := append(append(append([]any{id}, jobArgs(j, next)...), secretHeadersArg(j)), policyArgs(j)...)
 	args = append(args, j.Description, labelsArg(j), j.OnDeadURL)
+	// The schedule row in a CTE of the same statement: RETURNING does not
+	// see it (one snapshot), so next_run_at is set from next below.
 	var stored jobScan
 	err = tx.QueryRow(ctx, `
+		WITH sched AS (
+			INSERT INTO job_schedules (job_id, enabled, cron, next_run_at)
+			VALUES ($1, $16, $3::text IS NOT NULL, $17)
+			ON CONFLICT (job_id) DO UPDATE
+			   SET enabled = excluded.enabled, cron = excluded.cron, next_run_at = excluded.next_run_at
+		)
 		UPDATE jobs SET name = $2, cron_expr = $3, run_at = $4, timezone = $5, target_url = $6, method = $7,
 		       headers = $8, payload = $9, timeout_seconds = $10, max_retries = $11, backoff = $12,
 		       backoff_base_seconds = $13, backoff_max_seconds = $14, overlap = $15, enabled = $16,
-		       next_run_at = $17, secret_headers = $18, starts_at = $19, ends_at = $20, misfire = $21,
+		       secret_headers = $18, starts_at = $19, ends_at = $20, misfire = $21,
 		       starting_deadline_seconds = $22, jitter_seconds = $23, exclude = $24, description = $25, labels = $26,
 		       on_dead_url = $27, updated_at = now()
 		 WHERE id = $1
@@ -264,6 +282,7 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 	if err != nil {
 		return nil, mapErr(err, "update job")
 	}
+	stored.j.NextRunAt = next
 	after := stored.job()
 	if err := reoverlap(ctx, tx, id, old.Overlap, after.Overlap); err != nil {
 		return nil, err
@@ -277,6 +296,68 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		return nil, mapErr(err, "update job")
 	}
 	return after, nil
+}
+
+// dropRunsAhead deletes the job's runs created ahead (pending, never
+// attempted, not yet available) that its edited plan no longer holds, and
+// returns the scheduled instants it deleted and the latest it kept. A
+// pause, or any change to a one-shot, deletes them all. An edit of an
+// enabled cron job keeps each run whose occurrence the new plan still
+// contains: among them a jittered occurrence whose instant has passed but
+// whose jittered fire time has not, which the new plan's next occurrence
+// (after now) would otherwise never bring back.
+func dropRunsAhead(ctx context.Context, tx pgx.Tx, j *chronos.Job, c scheduleChange) (dropped []time.Time, kept *time.Time, err error) {
+	// With the runs created ahead go those claimed ahead of their instant
+	// that no worker has started (see ClaimAhead and StartAhead): locking
+	// them waits for a worker's StartAhead in flight, and a worker whose
+	// run is gone does not send it. Once this PATCH is answered, no run of
+	// the old plan starts.
+	const ahead = `job_id = $1 AND status IN ('pending', 'leased') AND trigger = 'schedule' AND available_at > now()
+	                AND (status = 'pending' AND attempt_count = 0
+	                     OR status = 'leased' AND attempt_count = 1 AND started_at IS NULL)`
+	var sched *chronos.Schedule
+	if !c.pausing && j.Enabled && j.CronExpr != nil {
+		sched, _ = j.Schedule() // nil (an invalid schedule) keeps nothing
+	}
+	if sched == nil {
+		rows, err := tx.Query(ctx, "DELETE FROM job_runs WHERE "+ahead+" RETURNING scheduled_at", j.ID)
+		if err != nil {
+			return nil, nil, mapErr(err, "update job: drop runs created ahead")
+		}
+		dropped, err = pgx.CollectRows(rows, pgx.RowTo[time.Time])
+		return dropped, nil, mapErr(err, "update job: drop runs created ahead")
+	}
+	rows, err := tx.Query(ctx, "SELECT id, scheduled_at FROM job_runs WHERE "+ahead+" FOR UPDATE", j.ID)
+	if err != nil {
+		return nil, nil, mapErr(err, "update job: runs created ahead")
+	}
+	var (
+		id   int64
+		at   time.Time
+		drop []int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &at}, func() error {
+		at = at.UTC()
+		if x, ok := sched.Next(at.Add(-time.Nanosecond)); ok && x.Equal(at) {
+			if kept == nil || at.After(*kept) {
+				k := at
+				kept = &k
+			}
+			return nil
+		}
+		drop = append(drop, id)
+		dropped = append(dropped, at)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, mapErr(err, "update job: runs created ahead")
+	}
+	if len(drop) > 0 {
+		if _, err := tx.Exec(ctx, "DELETE FROM job_runs WHERE id = ANY($1)", drop); err != nil {
+			return nil, nil, mapErr(err, "update job: drop runs created ahead")
+		}
+	}
+	return dropped, kept, nil
 }
 
 // scheduleChange is what a PATCH did to a job's schedule.

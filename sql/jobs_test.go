@@ -145,7 +145,7 @@ func TestUpdateEndedCronJob(t *testing.T) {
 	wantCode(t, db.CreateJob(ctx, cronJob("0 0 1 1 * 2020")), chronos.EINVALID)
 	j := mustCreate(t, db, cronJob("0 0 1 1 * 2099"))
 	// Its last occurrence has fired since.
-	if _, err := db.Pool.Exec(ctx, "UPDATE jobs SET cron_expr = '0 0 1 1 * 2020', next_run_at = NULL WHERE id = $1", j.ID); err != nil {
+	if _, err := db.Pool.Exec(ctx, "WITH s AS (UPDATE job_schedules SET next_run_at = NULL WHERE job_id = $1) UPDATE jobs SET cron_expr = '0 0 1 1 * 2020' WHERE id = $1", j.ID); err != nil {
 		t.Fatal(err)
 	}
 	for i, u := range []*chronos.JobUpdate{

@@ -21,6 +21,7 @@ type MaterializeResult struct {
 
 	folded  map[int64]int  // runs created ahead folded into a catch-up, by job
 	oneGaps map[int64]bool // jobs with a gap under misfire "one"
+	allGaps []int64        // jobs with a gap under misfire "all"
 	// Missed counts, by job and reason (chronos.SkipExcluded, SkipMisfire,
 	// SkipDeadline), the occurrences not run for a reason other than
 	// overlap: excluded dates, a misfire policy, a starting deadline
@@ -54,25 +55,43 @@ type CatchUp struct {
 // cron with a long lookahead); the rest waits for the next call.
 const maxOccurrencesPerJob = 1000
 
-// dueJobsSQL selects the jobs to materialize, locked so that two
-// materializers (two leaders, briefly) take disjoint jobs. A job due now
-// is always taken. A job due within the lookahead is taken to pre-create
-// its run, unless its overlap policy would hold that run back anyway:
-// skip and queue_one decide on a future occurrence only when it is due,
-// and leaving those jobs out here keeps a "call again while the batch is
-// full" loop from re-examining them forever.
+// dueJobsSQL selects the jobs to materialize from their schedule rows,
+// locked so that two materializers (two leaders, briefly) take disjoint
+// jobs: the schedule row FOR UPDATE, which is what an API write of the job
+// waits for (see UpdateJob), and the job's row FOR KEY SHARE, which the
+// runs' foreign key takes anyway, so that a delete of the job waits for
+// this transaction instead of deadlocking with it. A job due now is always
+// taken. A job due within the lookahead is taken to pre-create its run,
+// unless its overlap policy could hold that run back: a skip job is looked
+// ahead for only while it has no run pending, leased or running, a
+// queue_one job while it has none pending (otherwise its occurrence is
+// decided when due, since the active run may be done by then); leaving
+// the others out keeps a "call again while the batch is full" loop from
+// re-examining them.
+//
+// The job's condition is a scalar subquery, not a join, on purpose (as in
+// claimSQL): with job_schedules the only relation in the inner FROM, the
+// plan is always a walk of job_schedules_due_idx that stops after $3 rows,
+// whatever the planner guesses (a herd inserted a moment ago has no
+// statistics yet; as a join, a seq scan and sort of every due row could
+// look cheaper, per batch).
 const dueJobsSQL = `
-	SELECT ` + scheduleColumns + ` FROM jobs j
-	 WHERE enabled AND next_run_at <= $2
-	   AND (next_run_at <= $1 OR overlap = 'allow'
-	        OR (overlap = 'skip' AND NOT EXISTS (
-	                SELECT 1 FROM job_runs r
-	                 WHERE r.job_id = j.id AND r.status IN ('pending', 'leased', 'running')))
-	        OR (overlap = 'queue_one' AND NOT EXISTS (
-	                SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.status = 'pending')))
-	 ORDER BY next_run_at
-	 LIMIT $3
-	   FOR UPDATE SKIP LOCKED`
+	SELECT ` + scheduleColumns + ` FROM (
+		SELECT s.job_id, s.enabled, s.next_run_at FROM job_schedules s
+		 WHERE s.enabled AND s.next_run_at <= $2
+		   AND (s.next_run_at <= $1
+		        OR (SELECT j.overlap = 'allow'
+		                OR (j.overlap = 'skip' AND NOT EXISTS (
+		                        SELECT 1 FROM job_runs r
+		                         WHERE r.job_id = j.id AND r.status IN ('pending', 'leased', 'running')))
+		                OR (j.overlap = 'queue_one' AND NOT EXISTS (
+		                        SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.status = 'pending'))
+		              FROM jobs j WHERE j.id = s.job_id))
+		 ORDER BY s.next_run_at
+		 LIMIT $3
+		   FOR UPDATE OF s SKIP LOCKED
+	) s JOIN jobs j ON j.id = s.job_id
+	   FOR KEY SHARE OF j SKIP LOCKED`
 
 // Materialize turns the due occurrences of up to batch jobs with
 // next_run_at <= now+lookahead into pending runs (available_at = the
@@ -203,14 +222,20 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 		}
 	}
 	if len(jobIDs) > 0 {
-		// Only next_run_at changes: the jobs NOTIFY trigger ignores it.
+		// The narrow schedule rows only: jobs is not written.
 		_, err := tx.Exec(ctx, `
-			UPDATE jobs SET next_run_at = v.next
+			UPDATE job_schedules s SET next_run_at = v.next
 			  FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, next)
-			 WHERE jobs.id = v.id`, jobIDs, nexts)
+			 WHERE s.job_id = v.id`, jobIDs, nexts)
 		if err != nil {
 			return res, mapErr(err, "materialize: advance next_run_at")
 		}
+	}
+	if err := startCatchUps(ctx, tx, res.allGaps, now); err != nil {
+		return res, err
+	}
+	if err := advanceCatchUps(ctx, tx, batch); err != nil {
+		return res, err
 	}
 	if err := reschedule(ctx, tx, now, batch); err != nil {
 		return res, err
@@ -262,6 +287,7 @@ func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time
 		gaps[j.ID] = at
 		switch j.Misfire {
 		case chronos.MisfireAll:
+			res.allGaps = append(res.allGaps, j.ID)
 			continue
 		case chronos.MisfireNone:
 			none[j.ID] = true
@@ -393,10 +419,10 @@ func overlapState(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job) (active, 
 // this call, and counting them could keep a caller looping.
 func reschedule(ctx context.Context, tx pgx.Tx, now time.Time, batch int) error {
 	rows, err := tx.Query(ctx, `
-		SELECT `+scheduleColumns+` FROM jobs
-		 WHERE enabled AND next_run_at IS NULL AND cron_expr IS NOT NULL AND ends_at IS NULL
-		 ORDER BY id LIMIT $1
-		   FOR UPDATE SKIP LOCKED`, batch)
+		SELECT `+scheduleColumns+` FROM job_schedules s JOIN jobs j ON j.id = s.job_id
+		 WHERE s.enabled AND s.cron AND s.next_run_at IS NULL AND j.cron_expr IS NOT NULL AND j.ends_at IS NULL
+		 ORDER BY s.job_id LIMIT $1
+		   FOR UPDATE OF s SKIP LOCKED`, batch)
 	if err != nil {
 		return mapErr(err, "materialize: select unscheduled jobs")
 	}
@@ -418,8 +444,8 @@ func reschedule(ctx context.Context, tx pgx.Tx, now time.Time, batch int) error 
 		return nil
 	}
 	_, err = tx.Exec(ctx, `
-		UPDATE jobs SET next_run_at = v.next
+		UPDATE job_schedules s SET next_run_at = v.next
 		  FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, next)
-		 WHERE jobs.id = v.id`, ids, nexts)
+		 WHERE s.job_id = v.id`, ids, nexts)
 	return mapErr(err, "materialize: reschedule jobs")
 }

@@ -347,8 +347,10 @@ func TestJitterDelaysAvailability(t *testing.T) {
 }
 
 // misfire all keeps the runs created ahead before the gap (they run, once
-// the claim releases them) and adds a flagged run for each occurrence
-// missed after them.
+// the claim releases them) and adds a run for each occurrence missed after
+// them; all of them are flagged catch-ups (issue 22.5: the runs created
+// before the gap are among the missed occurrences), and the chain starts
+// at the earliest.
 func TestMisfireAllKeepsRunsCreatedAhead(t *testing.T) {
 	t.Parallel()
 	db := sqltest.New(t)
@@ -370,8 +372,98 @@ func TestMisfireAllKeepsRunsCreatedAhead(t *testing.T) {
 		t.Fatalf("%d runs (want t0..t0+5), catch-ups %v, missed %v", len(runs), res.CatchUps, res.Missed)
 	}
 	for i, r := range runs {
-		if want := t0.Add(time.Duration(i) * time.Second); !r.ScheduledAt.Equal(want) || r.CatchUp != (i >= 2) {
-			t.Fatalf("run %d at %v catch_up %v, want %v", i, r.ScheduledAt, r.CatchUp, want)
+		if want := t0.Add(time.Duration(i) * time.Second); !r.ScheduledAt.Equal(want) || !r.CatchUp {
+			t.Fatalf("run %d at %v catch_up %v, want %v, flagged", i, r.ScheduledAt, r.CatchUp, want)
 		}
+	}
+	var at *time.Time
+	if err := db.Pool.QueryRow(ctx, "SELECT catch_up_at FROM job_schedules WHERE job_id = $1", j.ID).Scan(&at); err != nil ||
+		at == nil || !at.Equal(t0) {
+		t.Fatalf("catch_up_at %v (%v), want %v", at, err, t0)
+	}
+}
+
+// misfire all: the catch-up runs of a gap are claimable one at a time, in
+// order: the next only after the previous one has finished and a
+// materializer call has moved the chain on (issue 22.5). A retry keeps
+// its run current.
+func TestMisfireAllClaimsCatchUpsInOrder(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := cronJob("* * * * *")
+	j.Misfire = chronos.MisfireAll
+	j.MaxRetries = 3
+	mustCreate(t, db, j)
+	// Not near the end of a minute: the next occurrence must not come
+	// while the test runs.
+	var now time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for now = dbNow(t, db); now.Second() >= 50; now = dbNow(t, db) {
+		if time.Now().After(deadline) {
+			t.Fatal("the database's clock stands still")
+		}
+		time.Sleep(100 * time.Millisecond) // polling the clock, bounded above
+	}
+	t0 := now.Truncate(time.Minute).Add(-5 * time.Minute)
+	setNextRunAt(t, db, j.ID, ptr(t0))
+	// The leader created two runs ahead, then the cluster stopped for a
+	// few minutes.
+	if res, err := db.Materialize(ctx, t0.Add(-30*time.Second), 2*time.Minute, 10); err != nil || res.Created != 2 {
+		t.Fatalf("created ahead: %+v %v", res, err)
+	}
+	if _, err := db.Materialize(ctx, time.Time{}, 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	fail := true
+	for i := range 6 {
+		want := t0.Add(time.Duration(i) * time.Minute)
+		cs, err := db.Claim(ctx, "w", 10, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) != 1 || !cs[0].Run.ScheduledAt.Equal(want) || !cs[0].Run.CatchUp {
+			var got []time.Time
+			for _, c := range cs {
+				got = append(got, c.Run.ScheduledAt)
+			}
+			t.Fatalf("claim %d took %v, want the catch-up at %v alone", i, got, want)
+		}
+		now := time.Now()
+		out := sql.Outcome{Lease: cs[0].Lease(), Success: !fail, StatusCode: 204, StartedAt: now, FinishedAt: now}
+		if fail {
+			// The first attempt of the first catch-up fails: its retry
+			// is still the one that may run.
+			out.StatusCode, out.Error = 500, "boom"
+			if _, err := db.Complete(ctx, []sql.Outcome{out}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Materialize(ctx, time.Time{}, 0, 10); err != nil {
+				t.Fatal(err)
+			}
+			if cs, err := db.Claim(ctx, "w", 10, time.Minute); err != nil || len(cs) != 1 || !cs[0].Run.ScheduledAt.Equal(want) {
+				var got []string
+				for _, c := range cs {
+					got = append(got, fmt.Sprintf("%v/%s/catch_up=%v", c.Run.ScheduledAt, c.Run.Trigger, c.Run.CatchUp))
+				}
+				t.Fatalf("after a failed attempt the claim took %v (%v), want the retry of %v", got, err, want)
+			} else {
+				out = sql.Outcome{Lease: cs[0].Lease(), Success: true, StatusCode: 204, StartedAt: now, FinishedAt: now}
+			}
+			fail = false
+		}
+		if _, err := db.Complete(ctx, []sql.Outcome{out}); err != nil {
+			t.Fatal(err)
+		}
+		if cs, err := db.Claim(ctx, "w", 10, time.Minute); err != nil || len(cs) != 0 {
+			t.Fatalf("before the chain moved on the claim took %d runs (%v), want none", len(cs), err)
+		}
+		if _, err := db.Materialize(ctx, time.Time{}, 0, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var at *time.Time
+	if err := db.Pool.QueryRow(ctx, "SELECT catch_up_at FROM job_schedules WHERE job_id = $1", j.ID).Scan(&at); err != nil || at != nil {
+		t.Fatalf("catch_up_at %v (%v) after the chain, want null", at, err)
 	}
 }

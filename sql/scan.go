@@ -11,7 +11,7 @@ import (
 const (
 	jobColumns = "id, name, cron_expr, run_at, timezone, target_url, method, headers, payload, " +
 		"timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds, overlap, " +
-		"enabled, next_run_at, created_at, updated_at, secret_headers, signing_secrets, starts_at, ends_at, misfire, " +
+		"enabled, " + nextRunAtColumn + ", created_at, updated_at, secret_headers, signing_secrets, starts_at, ends_at, misfire, " +
 		"starting_deadline_seconds, jitter_seconds, exclude, description, labels, on_dead_url"
 	runColumns = "id, job_id, scheduled_at, trigger, catch_up, redrive_of, status, attempt_count, " +
 		"available_at, leased_by, leased_until, started_at, finished_at, last_error, last_status_code, created_at, fire_at"
@@ -20,14 +20,22 @@ const (
 	// scanSchedule): the materializer reads thousands of jobs per second
 	// at the top of an hour and needs neither their payloads, headers,
 	// secrets nor labels.
-	scheduleColumns = "id, cron_expr, run_at, timezone, overlap, enabled, next_run_at, created_at, starts_at, ends_at, " +
-		"misfire, starting_deadline_seconds, jitter_seconds, exclude"
+	scheduleColumns = "j.id, j.cron_expr, j.run_at, j.timezone, j.overlap, s.enabled, s.next_run_at, j.created_at, " +
+		"j.starts_at, j.ends_at, j.misfire, j.starting_deadline_seconds, j.jitter_seconds, j.exclude"
+	// nextRunAtColumn is a job's next_run_at, which lives in its schedule
+	// row (job_schedules, see the package doc), for a query on jobs
+	// unaliased; qualified rewrites it for an alias.
+	nextRunAtColumn = "(SELECT s.next_run_at FROM job_schedules s WHERE s.job_id = jobs.id) AS next_run_at"
 )
 
 // qualified prefixes every column of cols with alias.
 func qualified(alias, cols string) string {
 	parts := strings.Split(cols, ", ")
 	for i, p := range parts {
+		if p == nextRunAtColumn {
+			parts[i] = strings.Replace(p, "jobs.id", alias+".id", 1)
+			continue
+		}
 		parts[i] = alias + "." + p
 	}
 	return strings.Join(parts, ", ")

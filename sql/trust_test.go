@@ -139,7 +139,7 @@ func TestSchedulingUsesDatabaseClock(t *testing.T) {
 	var lag time.Duration
 	// created_at is the database's now() at the insert; the first
 	// occurrence must be the second after the clock read just before it.
-	if err := db.Pool.QueryRow(ctx, "SELECT next_run_at - created_at FROM jobs WHERE id = $1", j.ID).Scan(&lag); err != nil {
+	if err := db.Pool.QueryRow(ctx, "SELECT s.next_run_at - j.created_at FROM jobs j JOIN job_schedules s ON s.job_id = j.id WHERE j.id = $1", j.ID).Scan(&lag); err != nil {
 		t.Fatal(err)
 	}
 	if lag <= -time.Second || lag > time.Second {
@@ -305,7 +305,7 @@ func TestClaimDoesNotHoldRunsOfPausedJobs(t *testing.T) {
 	ctx := t.Context()
 	j := mustCreate(t, db, cronJob("* * * * * *"))
 	now := dbNow(t, db).Truncate(time.Second)
-	if _, err := db.Pool.Exec(ctx, `UPDATE jobs SET enabled = false, next_run_at = $2 WHERE id = $1`,
+	if _, err := db.Pool.Exec(ctx, `WITH s AS (UPDATE job_schedules SET next_run_at = $2 WHERE job_id = $1) UPDATE jobs SET enabled = false WHERE id = $1`,
 		j.ID, now.Add(-5*time.Second)); err != nil {
 		t.Fatal(err)
 	}

@@ -148,7 +148,7 @@ func TestTicket05PatchEndedSchedule(t *testing.T) {
 	body["cron_expr"] = "0 0 1 1 * 2099"
 	j := a.createJob(body)
 	// The years pass: 2099 is over.
-	if _, err := a.DB.Pool.Exec(t.Context(), "UPDATE jobs SET cron_expr = '0 0 1 1 * 2020', next_run_at = NULL WHERE id = $1", j.ID); err != nil {
+	if _, err := a.DB.Pool.Exec(t.Context(), "WITH s AS (UPDATE job_schedules SET next_run_at = NULL WHERE job_id = $1) UPDATE jobs SET cron_expr = '0 0 1 1 * 2020' WHERE id = $1", j.ID); err != nil {
 		t.Fatal(err)
 	}
 	path := "/v1/jobs/" + apiItoa(j.ID)

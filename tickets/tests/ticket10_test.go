@@ -34,7 +34,7 @@ func TestTicket10OverlapSkip(t *testing.T) {
 	}
 
 	now := time.Now().UTC().Truncate(time.Second).Add(time.Hour)
-	if _, err := db.Pool.Exec(ctx, "UPDATE jobs SET next_run_at = $2 WHERE id = $1", j.ID, now); err != nil {
+	if _, err := db.Pool.Exec(ctx, "UPDATE job_schedules SET next_run_at = $2 WHERE job_id = $1", j.ID, now); err != nil {
 		t.Fatal(err)
 	}
 	res, err := db.Materialize(ctx, now, 0, 10)

@@ -1,0 +1,77 @@
+package reactor
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql/sqltest"
+)
+
+// misfire "all" after a whole-cluster stop: every missed occurrence,
+// including those whose runs were created ahead before the stop, reaches
+// the target flagged as a catch-up, in order, one after another (each
+// request arrives after the previous one was answered), although the job
+// allows overlap (issue 22.5).
+func TestMisfireAllInOrderAtTheTarget(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+	const hold = 150 * time.Millisecond
+	rec := newRecorder(t, hold)
+	first := startReactor(t, dsn, Config{})
+	eventually(t, 10*time.Second, "leadership", first.r.IsLeader)
+	expr := "* * * * * *"
+	j := createJob(t, first.db, &chronos.Job{CronExpr: &expr, TargetURL: rec.URL, Misfire: chronos.MisfireAll})
+	eventually(t, 10*time.Second, "two deliveries", func() bool { return len(rec.deliveries()) >= 2 })
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := dbNow(t, first.db)
+	var ahead int
+	var lastDone time.Time
+	if err := first.db.Pool.QueryRow(context.Background(), `
+		SELECT count(*) FILTER (WHERE status = 'pending' AND scheduled_at > $2),
+		       coalesce(max(scheduled_at) FILTER (WHERE status <> 'pending'), $2)
+		  FROM job_runs WHERE job_id = $1`, j.ID, stopped).Scan(&ahead, &lastDone); err != nil {
+		t.Fatal(err)
+	}
+	if ahead == 0 {
+		t.Fatal("no run created ahead when the cluster stopped: the test proves nothing")
+	}
+	waitDBTime(t, first.db, stopped.Add(5*time.Second), 30*time.Second)
+	before := len(rec.deliveries())
+
+	second := startReactor(t, dsn, Config{Instance: "restarted"})
+	restarted := dbNow(t, second.db)
+	// Every occurrence after the last one run before the stop, up to the
+	// restart, is missed: each must arrive.
+	var missed []time.Time
+	for at := lastDone.Truncate(time.Second).Add(time.Second); !at.After(restarted); at = at.Add(time.Second) {
+		missed = append(missed, at.UTC())
+	}
+	late := func() []recorded {
+		var out []recorded
+		for _, d := range rec.deliveries()[before:] {
+			if !d.sched.After(restarted) {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
+	eventually(t, 60*time.Second, "every missed occurrence delivered", func() bool { return len(late()) >= len(missed) })
+	got := late()
+	if len(got) != len(missed) {
+		t.Fatalf("%d late deliveries, want the %d missed occurrences %v", len(got), len(missed), missed)
+	}
+	for i, d := range got {
+		if !d.sched.Equal(missed[i]) || !d.catchUp {
+			t.Errorf("late delivery %d: occurrence %s catch-up %v, want %s flagged (%d were created before the stop)",
+				i, d.sched.Format(time.RFC3339), d.catchUp, missed[i].Format(time.RFC3339), ahead)
+		}
+		if i > 0 && d.at.Sub(got[i-1].at) < hold {
+			t.Errorf("late delivery %d arrived %s after the previous one, before it was answered (%s)",
+				i, d.at.Sub(got[i-1].at), hold)
+		}
+	}
+}
