@@ -44,7 +44,8 @@ const (
 	EventCaughtUp EventType = "materializer.caught_up"
 	// EventReclaimed: the reaper reclaimed Count expired leases.
 	EventReclaimed EventType = "reaper.reclaimed"
-	// EventPruned: the pruner deleted Count terminal runs.
+	// EventPruned: the pruner dropped about Count terminal runs (partitions
+	// dropped whole count by the planner's estimate of their rows).
 	EventPruned EventType = "pruner.pruned"
 	// EventDropped: a subscriber lost Count events because it fell behind.
 	EventDropped EventType = "bus.dropped"

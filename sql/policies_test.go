@@ -312,8 +312,8 @@ func TestStartingDeadline(t *testing.T) {
 		t.Fatalf("late occurrence: %+v %v", res, err)
 	}
 	// Missed runs are terminal: pruned like the others.
-	if n, err := db.Prune(ctx, -time.Hour, 10); err != nil || n != 1 {
-		t.Fatalf("pruned %d %v", n, err)
+	if res, err := db.PruneRunPartitions(ctx, -time.Hour); err != nil || res.Runs != 1 {
+		t.Fatalf("pruned %+v %v", res, err)
 	}
 }
 

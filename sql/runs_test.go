@@ -79,18 +79,16 @@ func TestRunsListAndPrune(t *testing.T) {
 	_, err = db.Run(ctx, 999999)
 	wantCode(t, err, chronos.ENOTFOUND)
 
-	// Prune: only terminal runs finished before the cutoff, in batches.
-	n, err := db.Prune(ctx, time.Hour, 100)
-	if err != nil || n != 0 {
-		t.Fatalf("prune of recent runs: %d %v", n, err)
+	// Prune: only terminal runs finished before the cutoff. (No leader
+	// created partitions here: the runs wait in the default partition,
+	// whose strays are deleted one by one.)
+	res, err := db.PruneRunPartitions(ctx, time.Hour)
+	if err != nil || res.Runs != 0 {
+		t.Fatalf("prune of recent runs: %+v %v", res, err)
 	}
-	n, err = db.Prune(ctx, -time.Hour, 4) // a cutoff an hour ahead: every run is old enough
-	if err != nil || n != 4 {
-		t.Fatalf("prune batch: %d %v", n, err)
-	}
-	n, err = db.Prune(ctx, -time.Hour, 100)
-	if err != nil || n != 6 {
-		t.Fatalf("prune rest: %d %v", n, err)
+	res, err = db.PruneRunPartitions(ctx, -time.Hour) // a cutoff an hour ahead: every run is old enough
+	if err != nil || res.Runs != 10 {
+		t.Fatalf("prune: %+v %v", res, err)
 	}
 	var attempts int
 	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM run_attempts").Scan(&attempts); err != nil || attempts != 0 {
