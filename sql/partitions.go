@@ -136,7 +136,7 @@ func (db *DB) EnsureRunPartitions(ctx context.Context, width, ahead time.Duratio
 		if done {
 			break
 		}
-		name := "job_runs_p" + lo.UTC().Format("20060102T150405")
+		name := "job_runs_p" + lo.UTC().Format("20060102_150405")
 		if err := db.createPartition(ctx, "job_runs", name, "scheduled_at", lo.UTC().Format(time.RFC3339Nano), hi.UTC().Format(time.RFC3339Nano)); err != nil {
 			return created, err
 		}

@@ -61,22 +61,26 @@ CREATE TABLE IF NOT EXISTS chronos_partitioning_migration (
 );
 
 -- chronos_migration_lock takes ACCESS EXCLUSIVE on the tables in order,
--- waiting at most 200 ms at a time, retrying after a pause: a migration
--- waiting for its lock blocks the queries queued behind it, so it must
--- never wait long.
-CREATE OR REPLACE FUNCTION chronos_migration_lock(tables text) RETURNS void LANGUAGE plpgsql AS $$
+-- waiting at most 200 ms for the first and not at all for the others
+-- (holding the first while waiting for another would hold up the queries
+-- of the first), retrying after a pause: a migration waiting for its lock
+-- blocks the queries queued behind it, so it must never wait long.
+CREATE OR REPLACE FUNCTION chronos_migration_lock(VARIADIC tables text[]) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     tries int := 0;
 BEGIN
     PERFORM set_config('lock_timeout', '200ms', true);
     LOOP
         BEGIN
-            EXECUTE 'LOCK TABLE ' || tables || ' IN ACCESS EXCLUSIVE MODE';
+            EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE', tables[1]);
+            FOR i IN 2 .. cardinality(tables) LOOP
+                EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE NOWAIT', tables[i]);
+            END LOOP;
             RETURN;
         EXCEPTION WHEN lock_not_available THEN
             tries := tries + 1;
             IF tries >= 50 THEN
-                RAISE EXCEPTION 'partitioning job_runs: no lock on % after % tries of 200 ms', tables, tries;
+                RAISE EXCEPTION 'partitioning job_runs: no lock on % after % tries', tables, tries;
             END IF;
             PERFORM pg_sleep(0.1 + random() * 0.2);
         END;
@@ -121,7 +125,7 @@ BEGIN
         RETURN;
     END IF;
     SELECT * INTO m FROM chronos_partitioning_migration;
-    PERFORM chronos_migration_lock('job_runs, run_attempts');
+    PERFORM chronos_migration_lock('job_runs', 'run_attempts');
     IF NOT EXISTS (SELECT 1 FROM pg_constraint
                     WHERE conrelid = 'job_runs'::regclass AND conname = 'job_runs_partition_bound') THEN
         EXECUTE format('ALTER TABLE job_runs ADD CONSTRAINT job_runs_partition_bound CHECK (scheduled_at < %L) NOT VALID',
@@ -175,4 +179,4 @@ CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS job_runs_legacy_id_key ON job_run
 CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS job_runs_legacy_redrive_key ON job_runs (redrive_of, scheduled_at)
     WHERE redrive_of IS NOT NULL AND status IN ('pending', 'leased', 'running');
 
-DROP FUNCTION IF EXISTS chronos_migration_lock(text);
+DROP FUNCTION IF EXISTS chronos_migration_lock(text[]);
