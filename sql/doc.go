@@ -144,9 +144,11 @@
 //     a run's partition follows from scheduled_at, which never changes.
 //     A run is thus kept from RUN_RETENTION to RUN_RETENTION + one width
 //     after its scheduled instant (not its finish, as before).
-//   - Locks: creating a partition attaches it (SHARE UPDATE EXCLUSIVE on
-//     the parent: reads and writes go on; ACCESS EXCLUSIVE on the default
-//     partition for its short scan). Dropping takes ACCESS EXCLUSIVE on
+//   - Locks: creating a partition takes SHARE ROW EXCLUSIVE on the parent
+//     (reads go on, writes wait; an insert routed to the default partition
+//     under the old bounds would fail once the range exists) and ACCESS
+//     EXCLUSIVE on the default partition, for milliseconds: the default
+//     partition holds only strays. Dropping takes ACCESS EXCLUSIVE on
 //     the parent for the check and the DROP (milliseconds). Each waits at
 //     most PartitionLockTimeout (100 ms) and otherwise tries again at the
 //     next tick, so upkeep delays a claim by 100 ms at worst. (DETACH

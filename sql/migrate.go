@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"sort"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -43,6 +44,9 @@ func Migrate(ctx context.Context, dsn string) error {
 		return fmt.Errorf("migrate: connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if err := waitMigrationLock(ctx, conn); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
 	m, err := migrate.NewMigrator(ctx, conn, versionTable)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -58,6 +62,35 @@ func Migrate(ctx context.Context, dsn string) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+// ternLockNum is the key of tern's advisory lock (migrate.lockNum, not
+// exported).
+const ternLockNum = int64(9628173550095224)
+
+// waitMigrationLock takes tern's advisory lock by polling, before tern
+// asks for it: a session advisory lock stacks, so tern's own request then
+// succeeds at once, and its unlock leaves this one held until the
+// connection closes. Polling, because a session blocked in
+// pg_advisory_lock runs a statement, and so holds a snapshot, the whole
+// time it waits: CREATE INDEX CONCURRENTLY (migration 014) waits for
+// every older snapshot, so a second instance waiting for the first one's
+// migrations would deadlock with them.
+func waitMigrationLock(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", ternLockNum).Scan(&ok); err != nil {
+			return fmt.Errorf("migration lock: %w", err)
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("migration lock: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // SchemaHash identifies the embedded migrations (a hash of their names and

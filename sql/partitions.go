@@ -205,10 +205,14 @@ func (db *DB) attemptIDWidth(ctx context.Context) (int64, error) {
 // createPartition creates partition name of parent for [lo, hi) of key,
 // moving into it the rows of the default partition in that range, in one
 // transaction. The table is made from the parent's definition (LIKE), with
-// the default partition's storage parameters (autovacuum), then attached:
-// ATTACH takes SHARE UPDATE EXCLUSIVE on the parent, so reads and writes
-// go on, and ACCESS EXCLUSIVE on the default partition for its scan
-// (the default holds only strays, so that is short).
+// the default partition's storage parameters (autovacuum), then attached.
+//
+// Writes wait while it runs (milliseconds: the default partition holds
+// only strays): the parent is locked SHARE ROW EXCLUSIVE, not just the
+// SHARE UPDATE EXCLUSIVE that ATTACH needs, because an insert routed to
+// the default partition under the old bounds and held there by this
+// transaction would fail its partition check once the new range exists.
+// Reads go on.
 func (db *DB) createPartition(ctx context.Context, parent, name, key, lo, hi string) error {
 	dflt := pgx.Identifier{parent + "_default"}.Sanitize()
 	p := pgx.Identifier{parent}.Sanitize()
@@ -221,7 +225,7 @@ func (db *DB) createPartition(ctx context.Context, parent, name, key, lo, hi str
 			return err
 		}
 		stmts := []string{
-			"LOCK TABLE ONLY " + p + " IN SHARE UPDATE EXCLUSIVE MODE",
+			"LOCK TABLE ONLY " + p + " IN SHARE ROW EXCLUSIVE MODE",
 			"LOCK TABLE " + dflt + " IN ACCESS EXCLUSIVE MODE",
 			"CREATE TABLE " + t + " (LIKE " + p + " INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)" + opts,
 			fmt.Sprintf("WITH moved AS (DELETE FROM %s WHERE %s >= '%s' AND %s < '%s' RETURNING *) INSERT INTO %s SELECT * FROM moved",

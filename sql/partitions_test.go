@@ -1,6 +1,7 @@
 package sql_test
 
 import (
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -177,4 +178,25 @@ func TestRunPartitionWidth(t *testing.T) {
 			t.Errorf("width for %v: %v, want %v", c.retention, got, c.want)
 		}
 	}
+}
+
+var seqScanRe = regexp.MustCompile(`Seq Scan on (job_runs\w*)`)
+
+// bigSeqScans returns the job_runs partitions a plan reads whole that hold
+// more than a hundred rows. An empty partition (the legacy or the default
+// one of a test database) is rightly scanned rather than its index read:
+// that costs nothing.
+func bigSeqScans(t *testing.T, db *sql.DB, plan string) []string {
+	t.Helper()
+	var big []string
+	for _, m := range seqScanRe.FindAllStringSubmatch(plan, -1) {
+		var rows float64
+		if err := db.Pool.QueryRow(t.Context(), "SELECT reltuples FROM pg_class WHERE relname = $1", m[1]).Scan(&rows); err != nil {
+			t.Fatalf("rows of %s: %v", m[1], err)
+		}
+		if rows > 100 {
+			big = append(big, m[1])
+		}
+	}
+	return big
 }
