@@ -1,8 +1,11 @@
 package sql_test
 
 import (
+	"errors"
 	"regexp"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,4 +202,71 @@ func bigSeqScans(t *testing.T, db *sql.DB, plan string) []string {
 		}
 	}
 	return big
+}
+
+// Creating partitions while runs are inserted into their ranges: no
+// insert fails. (An insert routed to the default partition under the old
+// bounds, and held there by the creation, would fail its partition check
+// once the range exists, were writes not held off during the creation.)
+func TestRunPartitionsCreatedUnderInserts(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	var inserted atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// Spread over the next 12 hours: ranges that exist and ranges
+				// about to be created.
+				_, err := db.Pool.Exec(ctx, `INSERT INTO job_runs (job_id, scheduled_at, trigger)
+					VALUES ($1, now() + ($2::int % 720) * interval '1 minute', 'manual')`, j.ID, i*7+w)
+				if err != nil {
+					errs <- err
+					return
+				}
+				inserted.Add(1)
+			}
+		})
+	}
+	for h := 1; h <= 12; h++ {
+		if _, err := db.EnsureRunPartitions(ctx, 15*time.Minute, time.Duration(h)*time.Hour); err != nil && !errors.Is(err, sql.ErrPartitionBusy) {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("an insert failed while partitions were created: %v", err)
+	}
+	// Once the last range is in place (a busy table is tried again), no
+	// run within the ranges is left in the default partition.
+	for {
+		_, err := db.EnsureRunPartitions(ctx, 15*time.Minute, 12*time.Hour)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, sql.ErrPartitionBusy) {
+			t.Fatal(err)
+		}
+	}
+	var inDefault int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM job_runs_default
+		WHERE scheduled_at < (SELECT max(hi) FROM (SELECT (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']*)''\)'))[1]::timestamptz AS hi
+		  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'job_runs'::regclass AND c.relname <> 'job_runs_default') p)`).Scan(&inDefault); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d runs inserted meanwhile", inserted.Load())
+	if inserted.Load() == 0 || inDefault != 0 {
+		t.Fatalf("%d runs inserted, %d of them left in the default partition", inserted.Load(), inDefault)
+	}
 }
