@@ -40,13 +40,13 @@ func (p *pruner) run(ctx context.Context) {
 	}
 }
 
-// partitionsAhead is how far past now job_runs partitions exist: two
-// widths and two ticks, so a leader that misses a tick, or changes hands,
-// still finds the next range in place. A run scheduled further ahead (a
+// partitionsAhead is how far past now job_runs partitions exist: a width
+// and two ticks, so the next range is in place a whole width before it is
+// needed, and a leader that misses a tick, or changes hands, still finds it. A run scheduled further ahead (a
 // far one-shot) waits in the default partition and moves into its range
 // when the range is created.
 func (p *pruner) partitionsAhead(width time.Duration) time.Duration {
-	return 2*width + 2*p.r.cfg.PruneInterval
+	return width + 2*p.r.cfg.PruneInterval
 }
 
 // prune creates the partitions ahead, then drops those past the

@@ -110,7 +110,7 @@
 //     since a redrive copies its run's scheduled_at. A lookup by id alone
 //     probes each partition's primary key index, so partitions are wide
 //     enough to stay few: RunPartitionWidth(RUN_RETENTION) is a day for
-//     the default 7 days (about ten live partitions), down to a minute
+//     the default 7 days (about nine live partitions), down to a minute
 //     for retentions of minutes.
 //   - Why run_id for attempts: ids come from one identity and grow, so the
 //     attempts partition [a, b) may go once the identity has passed b and
@@ -134,7 +134,7 @@
 //     same transaction. Finished runs in the default partition are deleted
 //     once finished more than RUN_RETENTION ago.
 //   - Upkeep (the leader's pruner, every PRUNE_INTERVAL and at start):
-//     EnsureRunPartitions creates job_runs partitions two widths and two
+//     EnsureRunPartitions creates job_runs partitions a width and two
 //     ticks ahead and one range of run ids ahead for attempts;
 //     PruneRunPartitions drops a job_runs partition once its whole range
 //     lies RUN_RETENTION in the past and it holds no pending, leased or

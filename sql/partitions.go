@@ -117,14 +117,15 @@ func (db *DB) EnsureRunPartitions(ctx context.Context, width, ahead time.Duratio
 	for {
 		var lo, hi *time.Time
 		var done bool
-		// The next range starts where the last one ends, or at the width
-		// boundary before now when that is later (after a gap); it ends on
-		// the next boundary, so partitions line up on round instants.
+		// The next range starts where the last one ends, or at the start
+		// of the current width when that is later (after a gap, or on a new
+		// installation); it ends on the next boundary, so partitions line
+		// up on round instants.
 		err := db.Pool.QueryRow(ctx, `
 			WITH last AS (
 				SELECT max(hi::timestamptz) AS hi FROM (`+partitionBoundsSQL+`) p (name, dflt, lo, hi) WHERE NOT dflt
 			), next AS (
-				SELECT greatest(last.hi, date_bin($2::bigint * interval '1 microsecond', now(), 'epoch') - $2::bigint * interval '1 microsecond') AS lo,
+				SELECT greatest(last.hi, date_bin($2::bigint * interval '1 microsecond', now(), 'epoch')) AS lo,
 				       last.hi >= now() + $3::bigint * interval '1 microsecond' AS done
 				  FROM last
 			)
