@@ -129,10 +129,11 @@
 //     dead-alert row trigger is cloned onto every partition.
 //   - Default partitions take what no range holds: a run scheduled before
 //     the oldest partition or after the newest (a one-shot years away),
-//     so no insert ever fails for want of a partition. When the leader
-//     creates a range, the default partition's runs in it move in, in the
-//     same transaction. Finished runs in the default partition are deleted
-//     once finished more than RUN_RETENTION ago.
+//     so no insert ever fails for want of a partition. Its rows are never
+//     moved (a worker's fenced write blocked behind a move would find its
+//     row gone and take its lease for lost): a range created later starts
+//     after the last of them. Finished runs in the default partition are
+//     deleted once finished more than RUN_RETENTION ago.
 //   - Upkeep (the leader's pruner, every PRUNE_INTERVAL and at start):
 //     EnsureRunPartitions creates job_runs partitions a width and two
 //     ticks ahead and one range of run ids ahead for attempts;

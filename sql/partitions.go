@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -106,9 +107,9 @@ func (db *DB) RunPartitions(ctx context.Context) (runs, attempts []RunPartition,
 // until the next run ids have one. It returns the names it created.
 //
 // Runs that waited in the default partition for a range (a leader was
-// away longer than ahead) move into that range's partition as it is
-// created. A gap of more than one width (a long outage) is not filled
-// backwards: the runs in it stay in the default partition.
+// away longer than ahead) stay there: the range's partition starts after
+// the last of them (see createPartition). A gap of more than one width (a
+// long outage) is not filled backwards either.
 func (db *DB) EnsureRunPartitions(ctx context.Context, width, ahead time.Duration) ([]string, error) {
 	if width <= 0 {
 		return nil, errors.New("ensure run partitions: width must be positive")
@@ -203,10 +204,17 @@ func (db *DB) attemptIDWidth(ctx context.Context) (int64, error) {
 	return max(w, minAttemptIDs), nil
 }
 
-// createPartition creates partition name of parent for [lo, hi) of key,
-// moving into it the rows of the default partition in that range, in one
-// transaction. The table is made from the parent's definition (LIKE), with
-// the default partition's storage parameters (autovacuum), then attached.
+// createPartition creates partition name of parent for [lo, hi) of key
+// and attaches it, in one transaction. The table is made from the
+// parent's definition (LIKE), with the default partition's storage
+// parameters (autovacuum).
+//
+// Rows of the default partition in [lo, hi) are not moved: a worker's
+// fenced write (WHERE id = ...) blocked behind the move would find its
+// row deleted and take its lease for lost. The partition starts after the
+// last of them instead, and they stay in the default partition, which
+// deletes its finished rows past the retention. So the partition may be
+// narrower than asked; the next one still starts at hi.
 //
 // Writes wait while it runs (milliseconds: the default partition holds
 // only strays): the parent is locked SHARE ROW EXCLUSIVE, not just the
@@ -220,20 +228,41 @@ func (db *DB) createPartition(ctx context.Context, parent, name, key, lo, hi str
 	t := pgx.Identifier{name}.Sanitize()
 	k := pgx.Identifier{key}.Sanitize()
 	return db.partitionTx(ctx, "create partition "+name, func(tx pgx.Tx) error {
+		for _, s := range []string{
+			"LOCK TABLE ONLY " + p + " IN SHARE ROW EXCLUSIVE MODE",
+			"LOCK TABLE " + dflt + " IN ACCESS EXCLUSIVE MODE",
+		} {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return err
+			}
+		}
+		// The first value after the default partition's last row in range
+		// (timestamps have microseconds, ids are integers).
+		var from *string
+		next := "+ 1"
+		if key == "scheduled_at" {
+			next = "+ interval '1 microsecond'"
+		}
+		var fits bool
+		if err := tx.QueryRow(ctx, fmt.Sprintf("SELECT (max(%[1]s) %[2]s)::text, coalesce(max(%[1]s) %[2]s < '%[5]s', true) FROM %[3]s WHERE %[1]s >= '%[4]s' AND %[1]s < '%[5]s'",
+			k, next, dflt, lo, hi)).Scan(&from, &fits); err != nil {
+			return err
+		}
+		if !fits {
+			return fmt.Errorf("the default partition holds a row at the very end of [%s, %s)", lo, hi)
+		}
+		if from != nil {
+			lo = *from
+		}
 		var opts string
 		if err := tx.QueryRow(ctx, `SELECT coalesce(' WITH (' || array_to_string(reloptions, ', ') || ')', '')
 			FROM pg_class WHERE oid = $1::regclass`, parent+"_default").Scan(&opts); err != nil {
 			return err
 		}
-		stmts := []string{
-			"LOCK TABLE ONLY " + p + " IN SHARE ROW EXCLUSIVE MODE",
-			"LOCK TABLE " + dflt + " IN ACCESS EXCLUSIVE MODE",
+		for _, s := range []string{
 			"CREATE TABLE " + t + " (LIKE " + p + " INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)" + opts,
-			fmt.Sprintf("WITH moved AS (DELETE FROM %s WHERE %s >= '%s' AND %s < '%s' RETURNING *) INSERT INTO %s SELECT * FROM moved",
-				dflt, k, lo, k, hi, t),
 			fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')", p, t, lo, hi),
-		}
-		for _, s := range stmts {
+		} {
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return err
 			}
@@ -242,17 +271,36 @@ func (db *DB) createPartition(ctx context.Context, parent, name, key, lo, hi str
 	})
 }
 
+// partitionTries is how many times partitionTx tries for its locks, a
+// pause between tries, before it gives up until the next tick.
+const partitionTries = 5
+
 // partitionTx runs f in a transaction under PartitionLockTimeout. A lock
-// not granted in time is ErrPartitionBusy.
+// not granted in time is tried again after a pause, up to partitionTries
+// times, then ErrPartitionBusy.
 func (db *DB) partitionTx(ctx context.Context, what string, f func(pgx.Tx) error) error {
-	err := pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", PartitionLockTimeout.Milliseconds())); err != nil {
-			return err
+	var err error
+	for try := 0; try < partitionTries; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s: %w", what, ctx.Err())
+			case <-time.After(time.Duration(50+rand.IntN(150)) * time.Millisecond):
+			}
 		}
-		return f(tx)
-	})
+		err = pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", PartitionLockTimeout.Milliseconds())); err != nil {
+				return err
+			}
+			return f(tx)
+		})
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "55P03" { // lock_not_available
+			break
+		}
+	}
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+	if errors.As(err, &pe) && pe.Code == "55P03" {
 		return fmt.Errorf("%s: %w", what, ErrPartitionBusy)
 	}
 	if err != nil {
