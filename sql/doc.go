@@ -161,7 +161,11 @@
 //     VALID and validated and the unique indexes the parents need were
 //     built CONCURRENTLY, so the swap changes the catalog only. Measured
 //     with TestPartitionMigration (2,000,000 runs, a worker claiming and
-//     completing throughout): see the numbers in its log. The legacy
+//     completing throughout, 2 cores at load ~40): the migration took 27 s;
+//     the swap held ACCESS EXCLUSIVE for 318 ms (its NOTICE; 329 ms by
+//     pg_locks sampling), independent of the row count; of 11,748
+//     workload statements 20 took over 100 ms, the longest (a claim)
+//     520 ms. The legacy
 //     partition is dropped whole like any other once past the retention.
 //
 // Leadership. One session advisory lock (key "chronos"), per database, on
