@@ -49,7 +49,8 @@ const (
 	// happen; Op says what (LockOrphan, LockMissing, LockStalled,
 	// LockAllowed). One event per kind found.
 	EventLocksRepaired EventType = "reaper.locks_repaired"
-	// EventPruned: the pruner deleted Count terminal runs.
+	// EventPruned: the pruner dropped about Count terminal runs (partitions
+	// dropped whole count by the planner's estimate of their rows).
 	EventPruned EventType = "pruner.pruned"
 	// EventDropped: a subscriber lost Count events because it fell behind.
 	EventDropped EventType = "bus.dropped"

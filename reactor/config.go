@@ -19,9 +19,9 @@ type Config struct {
 	LeaseDuration      time.Duration // lease per claim, renewed every third of it (30s)
 	LeaderPollInterval time.Duration // how often a follower tries for leadership (1s)
 	ReaperInterval     time.Duration // how often the leader reclaims expired leases (5s)
-	RunRetention       time.Duration // terminal runs older than this are pruned (7 days)
+	RunRetention       time.Duration // runs scheduled longer ago than this are dropped, a partition at a time (7 days)
 	AuditRetention     time.Duration // audit history entries older than this are pruned (90 days)
-	PruneInterval      time.Duration // how often the leader prunes runs, audit entries and idempotency keys (1m)
+	PruneInterval      time.Duration // how often the leader keeps the run partitions and prunes audit entries and idempotency keys (1m)
 	ShutdownTimeout    time.Duration // grace for in-flight calls on shutdown (25s)
 	Lookahead          time.Duration // runs are materialized this far ahead (2s)
 	// ClaimAhead: runs due within this are claimed ahead of their instant

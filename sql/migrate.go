@@ -147,6 +147,9 @@ func migrateOnce(ctx context.Context, dsn string, fsys fs.FS, opts MigrateOption
 		return fmt.Errorf("migrate: connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if err := waitMigrationLock(ctx, conn); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
 	m, err := migrate.NewMigrator(ctx, conn, versionTable)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -162,9 +165,8 @@ func migrateOnce(ctx context.Context, dsn string, fsys fs.FS, opts MigrateOption
 	m.OnStart = func(seq int32, name, direction, _ string) {
 		log.Info("applying migration", "version", seq, "name", name, "direction", direction)
 	}
-	// tern's advisory lock is waited for under lock_timeout too: a second
-	// instance starting at once times out while the first migrates, and
-	// retries until the first is done.
+	// tern's advisory lock is already ours (waitMigrationLock), so its
+	// own request for it returns at once.
 	if err := m.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -179,6 +181,35 @@ func noTransaction(sql string) bool {
 		}
 	}
 	return false
+}
+
+// ternLockNum is the key of tern's advisory lock (migrate.lockNum, not
+// exported).
+const ternLockNum = int64(9628173550095224)
+
+// waitMigrationLock takes tern's advisory lock by polling, before tern
+// asks for it: a session advisory lock stacks, so tern's own request then
+// succeeds at once, and its unlock leaves this one held until the
+// connection closes. Polling, because a session blocked in
+// pg_advisory_lock runs a statement, and so holds a snapshot, the whole
+// time it waits: CREATE INDEX CONCURRENTLY (migration 019) waits for
+// every older snapshot, so a second instance waiting for the first one's
+// migrations would deadlock with them.
+func waitMigrationLock(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", ternLockNum).Scan(&ok); err != nil {
+			return fmt.Errorf("migration lock: %w", err)
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("migration lock: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // SchemaHash identifies the embedded migrations (a hash of their names and

@@ -148,7 +148,7 @@ func (db *DB) RedriveAll(ctx context.Context, q RunQuery) ([]*chronos.Run, bool,
 		), ins AS (
 			INSERT INTO job_runs (job_id, scheduled_at, trigger, redrive_of, available_at)
 			SELECT job_id, scheduled_at, 'redrive', id, now() FROM batch ORDER BY id
-			ON CONFLICT (redrive_of) WHERE redrive_of IS NOT NULL AND status IN ('pending', 'leased', 'running')
+			ON CONFLICT (redrive_of, scheduled_at) WHERE redrive_of IS NOT NULL AND status IN ('pending', 'leased', 'running')
 			DO NOTHING
 			RETURNING `+runColumns+`
 		), audit AS (

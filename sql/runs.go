@@ -183,25 +183,6 @@ func (db *DB) Redrive(ctx context.Context, runID int64) (*chronos.Run, error) {
 	return r, nil
 }
 
-// Prune deletes up to batch terminal runs (and their attempts) that
-// finished more than retention ago by the database's clock, oldest first;
-// it returns how many it deleted.
-func (db *DB) Prune(ctx context.Context, retention time.Duration, batch int) (int, error) {
-	if batch <= 0 {
-		return 0, nil
-	}
-	tag, err := db.Pool.Exec(ctx, `
-		DELETE FROM job_runs WHERE id IN (
-			SELECT id FROM job_runs
-			 WHERE status IN ('succeeded', 'dead', 'missed')
-			   AND finished_at < now() - $1::bigint * interval '1 microsecond'
-			 ORDER BY finished_at LIMIT $2)`, micros(retention), batch)
-	if err != nil {
-		return 0, mapErr(err, "prune runs")
-	}
-	return int(tag.RowsAffected()), nil
-}
-
 // NextAvailable returns the earliest available_at of a pending run that
 // a claim could take once it is due, or nil. Runs held back behind an
 // active run of their job, or until the materializer catches up with

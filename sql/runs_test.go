@@ -79,25 +79,27 @@ func TestRunsListAndPrune(t *testing.T) {
 	_, err = db.Run(ctx, 999999)
 	wantCode(t, err, chronos.ENOTFOUND)
 
-	// Prune: only terminal runs finished before the cutoff, in batches.
-	n, err := db.Prune(ctx, time.Hour, 100)
-	if err != nil || n != 0 {
-		t.Fatalf("prune of recent runs: %d %v", n, err)
+	// Prune: nothing within the retention; past it, a partition (or the
+	// default partition's strays) goes, unless it holds unfinished runs:
+	// no pending run is lost, and a terminal run stays only in a kept
+	// partition. (sql/partitions_test.go tests partitions in detail.)
+	var pending0 int
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM job_runs WHERE status = 'pending'").Scan(&pending0); err != nil {
+		t.Fatal(err)
 	}
-	n, err = db.Prune(ctx, -time.Hour, 4) // a cutoff an hour ahead: every run is old enough
-	if err != nil || n != 4 {
-		t.Fatalf("prune batch: %d %v", n, err)
+	res, err := db.PruneRunPartitions(ctx, time.Hour)
+	if err != nil || res.Runs != 0 || len(res.Kept) != 0 {
+		t.Fatalf("prune of recent runs: %+v %v", res, err)
 	}
-	n, err = db.Prune(ctx, -time.Hour, 100)
-	if err != nil || n != 6 {
-		t.Fatalf("prune rest: %d %v", n, err)
+	res, err = db.PruneRunPartitions(ctx, -time.Hour) // a cutoff an hour ahead: every run is old enough
+	if err != nil {
+		t.Fatal(err)
 	}
-	var attempts int
-	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM run_attempts").Scan(&attempts); err != nil || attempts != 0 {
-		t.Fatalf("%d attempts left after prune (%v)", attempts, err)
-	}
-	if left := walk(sql.RunFilter{}); len(left) != 20 {
-		t.Fatalf("%d runs left, want 20 pending", len(left))
+	var pending, strays int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'pending'),
+		count(*) FILTER (WHERE status <> 'pending' AND NOT tableoid::regclass::text = ANY($1))
+		FROM job_runs`, res.Kept).Scan(&pending, &strays); err != nil || pending != pending0 || strays != 0 {
+		t.Fatalf("after prune %+v: %d pending runs (want %d), %d terminal ones outside kept partitions (%v)", res, pending, pending0, strays, err)
 	}
 	// Deleting the job takes its runs along.
 	if err := db.DeleteJob(ctx, j.ID); err != nil {

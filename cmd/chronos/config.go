@@ -162,7 +162,7 @@ var serveVars = []envVar{
 		durationVar(func(c *serveConfig) *time.Duration { return &c.LeaderPollInterval })},
 	{"REAPER_INTERVAL", "5s", "how often the leader reclaims runs whose lease expired",
 		durationVar(func(c *serveConfig) *time.Duration { return &c.ReaperInterval })},
-	{"RUN_RETENTION", "168h", "finished runs older than this are pruned by the leader",
+	{"RUN_RETENTION", "168h", "runs scheduled longer ago than this are dropped by the leader, a partition (RUN_RETENTION/4 wide, a minute to a day) at a time, once none of its runs is unfinished",
 		durationVar(func(c *serveConfig) *time.Duration { return &c.RunRetention })},
 	{"AUDIT_RETENTION", "2160h", "audit history entries (GET /v1/jobs/{id}/history) older than this are pruned by the leader",
 		durationVar(func(c *serveConfig) *time.Duration { return &c.AuditRetention })},

@@ -1,0 +1,448 @@
+package sql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Partitions of job_runs and run_attempts (migrations 019 and 020; the
+// package doc's "Partitions" says what and why). The leader keeps them:
+// EnsureRunPartitions creates them ahead, PruneRunPartitions drops those
+// past the retention. Both are DDL run one partition per short
+// transaction under PartitionLockTimeout, so a busy table makes them try
+// again at the next tick rather than queue claims behind them.
+
+// PartitionLockTimeout bounds how long partition upkeep waits for a lock.
+// While it waits, queries that need the table queue behind it: this is the
+// longest a claim or a completion can be held up by the upkeep's wait.
+const PartitionLockTimeout = 100 * time.Millisecond
+
+// minAttemptIDs is the narrowest run id range of an attempts partition: at
+// a few runs a minute a range holds months of attempts, which is little.
+const minAttemptIDs = 100_000
+
+// partitionWidths are the widths a runs partition may have, widest first;
+// each divides a day, so partitions line up on round instants.
+var partitionWidths = []time.Duration{24 * time.Hour, 6 * time.Hour, time.Hour, 15 * time.Minute, 5 * time.Minute, time.Minute}
+
+// RunPartitionWidth is the time range of one job_runs partition for a
+// retention: the widest of a day, 6 h, 1 h, 15 min, 5 min, 1 min that
+// fits four times into it (a minute at least). A run is dropped between
+// retention and retention plus one width after its scheduled instant, and
+// about retention/width + 3 partitions are live (past, current, ahead).
+func RunPartitionWidth(retention time.Duration) time.Duration {
+	for _, w := range partitionWidths {
+		if 4*w <= retention {
+			return w
+		}
+	}
+	return time.Minute
+}
+
+// ErrPartitionBusy: a partition's DDL did not get its lock within
+// PartitionLockTimeout. Nothing changed; the next tick tries again.
+var ErrPartitionBusy = errors.New("partition upkeep: table busy, lock not granted in time")
+
+// partitionBoundsSQL lists the partitions of $1 with their bounds as text
+// (NULL for MINVALUE, and both NULL for the default partition).
+const partitionBoundsSQL = `
+	SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) = 'DEFAULT',
+	       substring(pg_get_expr(c.relpartbound, c.oid) FROM 'FROM \(''([^'']*)''\)'),
+	       substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''([^'']*)''\)')
+	  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+	 WHERE i.inhparent = $1::regclass`
+
+// RunPartition is one partition of job_runs (Lo and Hi its scheduled_at
+// range, Lo nil for MINVALUE) or of run_attempts (LoID and HiID its run id
+// range). The default partitions are not listed.
+type RunPartition struct {
+	Name       string
+	Lo, Hi     *time.Time
+	LoID, HiID *int64
+}
+
+// RunPartitions lists the range partitions of job_runs and of
+// run_attempts, each in bound order.
+func (db *DB) RunPartitions(ctx context.Context) (runs, attempts []RunPartition, err error) {
+	rows, err := db.Pool.Query(ctx, `
+		SELECT name, lo::timestamptz, hi::timestamptz FROM (`+partitionBoundsSQL+`) p (name, dflt, lo, hi)
+		 WHERE NOT dflt ORDER BY hi::timestamptz`, "job_runs")
+	if err != nil {
+		return nil, nil, fmt.Errorf("list job_runs partitions: %w", err)
+	}
+	runs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RunPartition, error) {
+		var p RunPartition
+		err := r.Scan(&p.Name, &p.Lo, &p.Hi)
+		utcPtr(&p.Lo)
+		utcPtr(&p.Hi)
+		return p, err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list job_runs partitions: %w", err)
+	}
+	rows, err = db.Pool.Query(ctx, `
+		SELECT name, lo::bigint, hi::bigint FROM (`+partitionBoundsSQL+`) p (name, dflt, lo, hi)
+		 WHERE NOT dflt ORDER BY hi::bigint`, "run_attempts")
+	if err != nil {
+		return nil, nil, fmt.Errorf("list run_attempts partitions: %w", err)
+	}
+	attempts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RunPartition, error) {
+		var p RunPartition
+		return p, r.Scan(&p.Name, &p.LoID, &p.HiID)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list run_attempts partitions: %w", err)
+	}
+	return runs, attempts, nil
+}
+
+// EnsureRunPartitions creates job_runs partitions of the given width until
+// they reach ahead past the database's now, and run_attempts partitions
+// until the next run ids have one. It returns the names it created.
+//
+// Runs that waited in the default partition for a range (a leader was
+// away longer than ahead) stay there: the range's partition starts after
+// the last of them (see createPartition). A gap of more than one width (a
+// long outage) is not filled backwards either.
+func (db *DB) EnsureRunPartitions(ctx context.Context, width, ahead time.Duration) ([]string, error) {
+	if width <= 0 {
+		return nil, errors.New("ensure run partitions: width must be positive")
+	}
+	var created []string
+	for {
+		var lo, hi *time.Time
+		var done bool
+		// The next range starts where the last one ends, or at the start
+		// of the current width when that is later (after a gap, or on a new
+		// installation); it ends on the next boundary, so partitions line
+		// up on round instants.
+		err := db.Pool.QueryRow(ctx, `
+			WITH last AS (
+				SELECT max(hi::timestamptz) AS hi FROM (`+partitionBoundsSQL+`) p (name, dflt, lo, hi) WHERE NOT dflt
+			), next AS (
+				SELECT greatest(last.hi, date_bin($2::bigint * interval '1 microsecond', now(), 'epoch')) AS lo,
+				       last.hi >= now() + $3::bigint * interval '1 microsecond' AS done
+				  FROM last
+			)
+			SELECT lo, date_bin($2::bigint * interval '1 microsecond', lo, 'epoch') + $2::bigint * interval '1 microsecond', coalesce(done, false)
+			  FROM next`, "job_runs", micros(width), micros(ahead)).Scan(&lo, &hi, &done)
+		if err != nil {
+			return created, fmt.Errorf("ensure run partitions: %w", err)
+		}
+		if done {
+			break
+		}
+		name := "job_runs_p" + lo.UTC().Format("20060102_150405")
+		if err := db.createPartition(ctx, "job_runs", name, "scheduled_at", lo.UTC().Format(time.RFC3339Nano), hi.UTC().Format(time.RFC3339Nano)); err != nil {
+			return created, err
+		}
+		created = append(created, name)
+	}
+	// Attempts: at least half a range of run ids ahead of the identity,
+	// ranges as wide as the ids the last complete runs partition used.
+	w, err := db.attemptIDWidth(ctx)
+	if err != nil {
+		return created, err
+	}
+	for {
+		var lo, hi int64
+		var done bool
+		err := db.Pool.QueryRow(ctx, `
+			WITH last AS (
+				SELECT max(hi::bigint) AS hi FROM (`+partitionBoundsSQL+`) p (name, dflt, lo, hi) WHERE NOT dflt
+			), cur AS (
+				SELECT last_value AS id FROM job_runs_id_seq
+			)
+			SELECT coalesce(last.hi, 1), cur.id, coalesce(last.hi - cur.id >= $2, false) FROM last, cur`,
+			"run_attempts", w/2).Scan(&lo, &hi, &done)
+		if err != nil {
+			return created, fmt.Errorf("ensure attempt partitions: %w", err)
+		}
+		if done {
+			break
+		}
+		hi = max(lo, hi) + w
+		name := fmt.Sprintf("run_attempts_p%d", lo)
+		if err := db.createPartition(ctx, "run_attempts", name, "run_id", fmt.Sprint(lo), fmt.Sprint(hi)); err != nil {
+			return created, err
+		}
+		created = append(created, name)
+	}
+	return created, nil
+}
+
+// attemptIDWidth is the id range of the next attempts partition: the ids
+// the runs of the newest complete job_runs partition (not the legacy one)
+// took, and minAttemptIDs at least.
+func (db *DB) attemptIDWidth(ctx context.Context) (int64, error) {
+	runs, _, err := db.RunPartitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var now time.Time
+	if err := db.Pool.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+		return 0, fmt.Errorf("attempt partition width: %w", err)
+	}
+	var w int64
+	for i := len(runs) - 1; i >= 0; i-- {
+		p := runs[i]
+		if p.Lo == nil || p.Hi.After(now) {
+			continue
+		}
+		if err := db.Pool.QueryRow(ctx, fmt.Sprintf("SELECT coalesce(max(id) - min(id), 0) FROM %s",
+			pgx.Identifier{p.Name}.Sanitize())).Scan(&w); err != nil {
+			return 0, fmt.Errorf("attempt partition width: %w", err)
+		}
+		break
+	}
+	return max(w, minAttemptIDs), nil
+}
+
+// createPartition creates partition name of parent for [lo, hi) of key
+// and attaches it, in one transaction. The table is made from the
+// parent's definition (LIKE), with the default partition's storage
+// parameters (autovacuum).
+//
+// Rows of the default partition in [lo, hi) are not moved: a worker's
+// fenced write (WHERE id = ...) blocked behind the move would find its
+// row deleted and take its lease for lost. The partition starts after the
+// last of them instead, and they stay in the default partition, which
+// deletes its finished rows past the retention. So the partition may be
+// narrower than asked; the next one still starts at hi.
+//
+// Writes wait while it runs (milliseconds: the default partition holds
+// only strays): the parent is locked SHARE ROW EXCLUSIVE, not just the
+// SHARE UPDATE EXCLUSIVE that ATTACH needs, because an insert routed to
+// the default partition under the old bounds and held there by this
+// transaction would fail its partition check once the new range exists.
+// Reads go on.
+func (db *DB) createPartition(ctx context.Context, parent, name, key, lo, hi string) error {
+	dflt := pgx.Identifier{parent + "_default"}.Sanitize()
+	p := pgx.Identifier{parent}.Sanitize()
+	t := pgx.Identifier{name}.Sanitize()
+	k := pgx.Identifier{key}.Sanitize()
+	return db.partitionTx(ctx, "create partition "+name, func(tx pgx.Tx) error {
+		for _, s := range []string{
+			"LOCK TABLE ONLY " + p + " IN SHARE ROW EXCLUSIVE MODE",
+			"LOCK TABLE " + dflt + " IN ACCESS EXCLUSIVE MODE",
+		} {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return err
+			}
+		}
+		// The first value after the default partition's last row in range
+		// (timestamps have microseconds, ids are integers).
+		var from *string
+		next := "+ 1"
+		if key == "scheduled_at" {
+			next = "+ interval '1 microsecond'"
+		}
+		var fits bool
+		if err := tx.QueryRow(ctx, fmt.Sprintf("SELECT (max(%[1]s) %[2]s)::text, coalesce(max(%[1]s) %[2]s < '%[5]s', true) FROM %[3]s WHERE %[1]s >= '%[4]s' AND %[1]s < '%[5]s'",
+			k, next, dflt, lo, hi)).Scan(&from, &fits); err != nil {
+			return err
+		}
+		if !fits {
+			return fmt.Errorf("the default partition holds a row at the very end of [%s, %s)", lo, hi)
+		}
+		if from != nil {
+			lo = *from
+		}
+		var opts string
+		if err := tx.QueryRow(ctx, `SELECT coalesce(' WITH (' || array_to_string(reloptions, ', ') || ')', '')
+			FROM pg_class WHERE oid = $1::regclass`, parent+"_default").Scan(&opts); err != nil {
+			return err
+		}
+		for _, s := range []string{
+			"CREATE TABLE " + t + " (LIKE " + p + " INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)" + opts,
+			fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')", p, t, lo, hi),
+		} {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// partitionTries is how many times partitionTx tries for its locks, a
+// pause between tries, before it gives up until the next tick.
+const partitionTries = 5
+
+// partitionTx runs f in a transaction under PartitionLockTimeout. A lock
+// not granted in time is tried again after a pause, up to partitionTries
+// times, then ErrPartitionBusy.
+func (db *DB) partitionTx(ctx context.Context, what string, f func(pgx.Tx) error) error {
+	var err error
+	for try := 0; try < partitionTries; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s: %w", what, ctx.Err())
+			case <-time.After(time.Duration(50+rand.IntN(150)) * time.Millisecond):
+			}
+		}
+		err = pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", PartitionLockTimeout.Milliseconds())); err != nil {
+				return err
+			}
+			return f(tx)
+		})
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "55P03" { // lock_not_available
+			break
+		}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" {
+		return fmt.Errorf("%s: %w", what, ErrPartitionBusy)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// PruneResult says what PruneRunPartitions did.
+type PruneResult struct {
+	Dropped []string // partitions dropped, of job_runs and run_attempts
+	Runs    int64    // runs dropped with them (the planner's estimate) and deleted from the default partition
+	// Kept lists the job_runs partitions past the retention kept because
+	// they still hold a run that is not finished (pending, leased or
+	// running: a retry far ahead, a run held behind another).
+	Kept []string
+}
+
+// PruneRunPartitions drops the job_runs partitions whose whole range lies
+// more than retention before the database's now and that hold no
+// unfinished run, and the run_attempts partitions none of whose runs is
+// left. The default partition's strays (runs scheduled before the oldest
+// partition or after the newest) are deleted one by one once finished
+// more than retention ago: it holds few rows.
+//
+// A partition with an unfinished run stays, whole, until that run is
+// finished (Kept): its terminal runs stay with it. Rows are never moved
+// out: a run's partition follows from its scheduled_at, which never
+// changes.
+//
+// Dropping takes ACCESS EXCLUSIVE on job_runs (or run_attempts) for a few
+// milliseconds: the check for unfinished runs (two index probes) and the
+// DROP. Waiting for it is bounded by PartitionLockTimeout; a partition
+// that could not be dropped is tried again at the next call.
+func (db *DB) PruneRunPartitions(ctx context.Context, retention time.Duration) (PruneResult, error) {
+	var res PruneResult
+	runs, attempts, err := db.RunPartitions(ctx)
+	if err != nil {
+		return res, err
+	}
+	var cutoff time.Time
+	if err := db.Pool.QueryRow(ctx, "SELECT now() - $1::bigint * interval '1 microsecond'", micros(retention)).Scan(&cutoff); err != nil {
+		return res, fmt.Errorf("prune run partitions: %w", err)
+	}
+	var busy error
+	for _, p := range runs {
+		if p.Hi.After(cutoff) {
+			break
+		}
+		t := pgx.Identifier{p.Name}.Sanitize()
+		var dropped, active bool
+		var n int64
+		err := db.partitionTx(ctx, "drop partition "+p.Name, func(tx pgx.Tx) error {
+			// Locked before the check: a redrive copies its run's
+			// scheduled_at, so a new pending run can appear in an old
+			// partition; under the lock none can.
+			if _, err := tx.Exec(ctx, "LOCK TABLE ONLY job_runs IN ACCESS EXCLUSIVE MODE"); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "LOCK TABLE "+t+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+				return err
+			}
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+t+` WHERE status = 'pending')
+			                                OR EXISTS (SELECT 1 FROM `+t+` WHERE status IN ('leased', 'running')),
+			                                greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = $1::regclass`,
+				p.Name).Scan(&active, &n); err != nil {
+				return err
+			}
+			if active {
+				return nil
+			}
+			if _, err := tx.Exec(ctx, "DROP TABLE "+t); err != nil {
+				return err
+			}
+			dropped = true
+			return nil
+		})
+		switch {
+		case errors.Is(err, ErrPartitionBusy):
+			busy = err
+			continue
+		case err != nil:
+			return res, err
+		case active:
+			res.Kept = append(res.Kept, p.Name)
+		case dropped:
+			res.Dropped = append(res.Dropped, p.Name)
+			res.Runs += n
+		}
+	}
+	tag, err := db.Pool.Exec(ctx, `
+		DELETE FROM job_runs_default
+		 WHERE status IN ('succeeded', 'dead', 'missed') AND finished_at < now() - $1::bigint * interval '1 microsecond'`,
+		micros(retention))
+	if err != nil {
+		return res, mapErr(err, "prune default run partition")
+	}
+	res.Runs += tag.RowsAffected()
+
+	// Attempts partitions: droppable once the identity has passed their
+	// range (no new run can fall in it) and no run in it is left. No lock
+	// is needed for the check: neither can change afterwards.
+	var cur int64
+	if err := db.Pool.QueryRow(ctx, "SELECT last_value FROM job_runs_id_seq").Scan(&cur); err != nil {
+		return res, fmt.Errorf("prune attempt partitions: %w", err)
+	}
+	for _, p := range attempts {
+		if *p.HiID > cur {
+			break
+		}
+		var left bool
+		q, args := `SELECT EXISTS (SELECT 1 FROM job_runs WHERE id < $1)`, []any{*p.HiID}
+		if p.LoID != nil {
+			q, args = `SELECT EXISTS (SELECT 1 FROM job_runs WHERE id >= $1 AND id < $2)`, []any{*p.LoID, *p.HiID}
+		}
+		if err := db.Pool.QueryRow(ctx, q, args...).Scan(&left); err != nil {
+			return res, fmt.Errorf("prune attempt partitions: %w", err)
+		}
+		if left {
+			continue
+		}
+		t := pgx.Identifier{p.Name}.Sanitize()
+		err := db.partitionTx(ctx, "drop partition "+p.Name, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "LOCK TABLE ONLY run_attempts IN ACCESS EXCLUSIVE MODE"); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "DROP TABLE "+t)
+			return err
+		})
+		if errors.Is(err, ErrPartitionBusy) {
+			busy = err
+			continue
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Dropped = append(res.Dropped, p.Name)
+	}
+	// Attempts in the default partition whose run is gone.
+	if _, err := db.Pool.Exec(ctx, `
+		DELETE FROM run_attempts_default a WHERE NOT EXISTS (SELECT 1 FROM job_runs r WHERE r.id = a.run_id)`); err != nil {
+		return res, mapErr(err, "prune default attempt partition")
+	}
+	return res, busy
+}
