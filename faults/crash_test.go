@@ -40,7 +40,7 @@ func defaultCrashConfig() crashConfig {
 		cronsAll: 5, cronsOne: 5,
 		trigJobs: 10, trigRate: 20, createRate: 10,
 		outage:   pick(2*time.Second, 3*time.Second, 5*time.Second),
-		editJobs: 4, doomed: 200, redrives: 40, editEvery: 50 * time.Millisecond,
+		editJobs: 3, doomed: 100, redrives: 30, editEvery: 400 * time.Millisecond,
 	}
 }
 

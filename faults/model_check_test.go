@@ -362,8 +362,10 @@ func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
 			// A gap (no leader through the occurrence's lookahead) under
 			// misfire "none", or with a starting deadline that passed
 			// before a leader came back: counted as missed, not run.
+			// Likewise under misfire "all" with overlap skip or queue_one:
+			// the catch-ups after the first are skipped or held.
 			if !leading && slices.ContainsFunc(j.statesBetween(o.Add(-modelTol), o.Add(15*time.Second)), func(st jobState) bool {
-				return st.Misfire == "none" || st.Deadline != nil
+				return st.Misfire == "none" || st.Deadline != nil || st.Misfire == "all" && st.Overlap != "allow"
 			}) {
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -196,7 +197,7 @@ func (s *seqRun) create(oneShot bool) {
 		}
 	} else {
 		body["cron_expr"] = modelCrons[s.rng.IntN(len(modelCrons))]
-		s.policies(body)
+		s.policies(body, cronGap(body["cron_expr"].(string)))
 	}
 	s.tg.set(j.key, j.behave)
 	s.jobs = append(s.jobs, j)
@@ -219,10 +220,12 @@ func (s *seqRun) create(oneShot bool) {
 // misfire, jitter, a starting deadline, a window (starts_at, ends_at) or
 // an exclusion of today (never both: an exclusion of today with an end
 // within it leaves no occurrence, which the API refuses).
-func (s *seqRun) policies(body map[string]any) {
+func (s *seqRun) policies(body map[string]any, gap int) {
 	body["misfire"] = modelMisfires[s.rng.IntN(len(modelMisfires))]
-	if s.rng.IntN(5) < 2 {
-		body["jitter_seconds"] = 1 + s.rng.IntN(2)
+	// The API keeps jitter below the schedule's shortest gap, so that it
+	// never reorders occurrences.
+	if jitter := 1 + s.rng.IntN(2); s.rng.IntN(5) < 2 && jitter < gap {
+		body["jitter_seconds"] = jitter
 	}
 	if s.rng.IntN(10) < 3 {
 		body["starting_deadline_seconds"] = 1 + s.rng.IntN(3)
@@ -238,6 +241,18 @@ func (s *seqRun) policies(body map[string]any) {
 	case r < 50:
 		body["exclude"] = []chronos.DateRange{today(body["timezone"].(string))}
 	}
+}
+
+// cronGap is the gap in seconds between two occurrences of one of
+// modelCrons.
+func cronGap(expr string) int {
+	switch {
+	case strings.HasPrefix(expr, "*/2 "):
+		return 2
+	case strings.HasPrefix(expr, "*/3 "):
+		return 3
+	}
+	return 1
 }
 
 // modelMisfires are the misfire policies a job may get.
@@ -277,7 +292,7 @@ func (s *seqRun) patchPolicy() {
 	body := map[string]any{}
 	switch kind {
 	case "jitter":
-		body["jitter_seconds"] = jitter
+		body["jitter_seconds"] = min(jitter, cronGap(j.cur().Cron)-1)
 	case "deadline":
 		body["starting_deadline_seconds"] = deadline
 		if noDeadline {
@@ -325,9 +340,15 @@ func (s *seqRun) patch(kind string, j *mjob, body map[string]any) {
 		switch {
 		case !out.Enabled && out.NextRunAt != nil:
 			s.violate("next-run-at", "PATCH %s: the paused job shows next_run_at %s", desc, out.NextRunAt.Format("15:04:05.000"))
-		case kind == "resume" && out.CronExpr != nil && (out.NextRunAt == nil || !out.NextRunAt.After(sent.Add(-modelTol))):
+		case kind == "resume" && out.CronExpr != nil && (out.NextRunAt == nil || !out.NextRunAt.After(sent.Add(-modelTol))) &&
+			stateOf(&out).occurrences(recv, recv.Add(time.Hour)) != nil: // past ends_at: finished, rightly no next run
 			s.violate("next-run-at", "PATCH %s: the resumed cron job shows next_run_at %v, not after the resume", desc, out.NextRunAt)
 		}
+	case code == http.StatusBadRequest && j.cur().occurrences(sent, sent.Add(time.Hour)) == nil && j.cur().Cron != "":
+		// Past its ends_at a cron job has no occurrence left, and the API
+		// refuses an edit that leaves none (issue 16's validation): the
+		// model's PATCH was valid when drawn, the job finished since.
+		desc += " (the job is past its ends_at)"
 	default:
 		// Every PATCH the model sends is valid.
 		s.violate("api", "PATCH %s: unexpected answer", desc)
@@ -369,7 +390,11 @@ func (s *seqRun) toggle() {
 func (s *seqRun) patchCron() {
 	expr := modelCrons[s.rng.IntN(len(modelCrons))]
 	if j := s.pickJob(func(j *mjob) bool { return j.cur().Cron != "" }); j != nil {
-		s.patch("cron_expr", j, map[string]any{"cron_expr": expr})
+		body := map[string]any{"cron_expr": expr}
+		if j.cur().Jitter >= cronGap(expr) {
+			body["jitter_seconds"] = 0 // the API refuses a jitter as long as the new schedule's gap
+		}
+		s.patch("cron_expr", j, body)
 		return
 	}
 	s.logOp("cron_expr", "no cron job")
