@@ -353,7 +353,9 @@ func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
 					s.violate("folded-while-leading", "job %s: occurrence %s folded into catch-up %s although %s led throughout its lookahead",
 						j.key, o.Format("15:04:05.000"), sched[k], who)
 				}
-				if all := j.statesBetween(o, sched[k].Created); !slices.ContainsFunc(all, func(st jobState) bool { return st.Misfire != "all" }) {
+				// (A starting deadline misses the occurrences older than it:
+				// counted, not run.)
+				if all := j.statesBetween(o, sched[k].Created); !slices.ContainsFunc(all, func(st jobState) bool { return st.Misfire != "all" || st.Deadline != nil }) {
 					s.violate("misfire-all-folded", "job %s (misfire all): occurrence %s folded into catch-up %s; every missed occurrence must run (%s)",
 						j.key, o.Format("15:04:05.000"), sched[k], s.history(j))
 				}
