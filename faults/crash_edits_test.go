@@ -66,6 +66,19 @@ func (e *crashEdits) add(r editRec) {
 	e.mu.Unlock()
 }
 
+// deleteSent returns the jobs a delete was sent for, answered or not.
+func (e *crashEdits) deleteSent() map[int64]bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[int64]bool{}
+	for _, r := range e.recs {
+		if r.kind == "delete" {
+			out[r.job] = true
+		}
+	}
+	return out
+}
+
 // failPrefix names the jobs whose target answers 500: their runs go dead
 // (max_retries 0) and are redriven during the crashes.
 const failPrefix = "fail-"
