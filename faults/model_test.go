@@ -266,8 +266,9 @@ func (m *modelTotals) add(s *seqRun) {
 }
 
 // TestModel drives seeded random sequences of operations (create cron and
-// one-shot jobs, pause, resume, PATCH schedule, time zone and overlap,
-// trigger, redrive, delete) and cluster events (kill -9 of the leader,
+// one-shot jobs with random policies, pause, resume, PATCH schedule, time
+// zone, overlap, jitter, exclusions, window, misfire and starting
+// deadline, trigger, redrive, delete) and cluster events (kill -9 of the leader,
 // SIGTERM restart, an instance with a skewed clock) against a fresh
 // three-instance cluster per sequence, ends each with a cluster-wide
 // SIGTERM stop and restart, drains, and checks the invariants.
