@@ -93,9 +93,10 @@ func (s SigningSecret) Active(t time.Time) bool { return s.ExpiresAt == nil || t
 
 // Limits of per-job signing secrets.
 const (
-	MaxSigningSecrets  = 8                   // current + those in their grace period
-	MaxRotationGrace   = 30 * 24 * time.Hour // longest grace period of a rotation
-	SigningSecretBytes = 32                  // random bytes of a generated secret
+	MaxSecretsInGrace  = 8                     // secrets signing through a rotation's grace period at once (the API's promise)
+	MaxSigningSecrets  = MaxSecretsInGrace + 1 // those in grace and the current one
+	MaxRotationGrace   = 30 * 24 * time.Hour   // longest grace period of a rotation
+	SigningSecretBytes = 32                    // random bytes of a generated secret
 )
 
 // SigningSecretPrefix starts every secret in the Standard Webhooks format:
@@ -128,8 +129,9 @@ func SigningKey(secret string) []byte {
 // grace is 0); secrets whose grace has passed are dropped, and one already
 // expiring keeps its earlier end. A job's first own secret with a grace
 // keeps the cluster's SIGNING_SECRET signing through it, so targets can
-// switch without a gap. ECONFLICT when more than MaxSigningSecrets would
-// remain.
+// switch without a gap. ECONFLICT when more than MaxSecretsInGrace would
+// be in their grace period beside the new current one (the limit counts
+// the secrets in grace, as the API documents it, not the current one).
 func Rotate(old []SigningSecret, current string, now time.Time, grace time.Duration) ([]SigningSecret, error) {
 	until := now.Add(grace)
 	out := make([]SigningSecret, 0, len(old)+1)
@@ -146,8 +148,8 @@ func Rotate(old []SigningSecret, current string, now time.Time, grace time.Durat
 		out = append(out, s)
 	}
 	out = append(out, SigningSecret{Secret: current, CreatedAt: now})
-	if len(out) > MaxSigningSecrets {
-		return nil, Errorf(ECONFLICT, "%d signing secrets are still in their grace period; rotate with a shorter grace_seconds (0 ends them now) or wait", len(out)-1)
+	if inGrace := len(out) - 1; inGrace > MaxSecretsInGrace {
+		return nil, Errorf(ECONFLICT, "this rotation would leave %d signing secrets in their grace period, at most %d may be; rotate with grace_seconds 0 (it ends them now) or wait until the oldest expires", inGrace, MaxSecretsInGrace)
 	}
 	return out, nil
 }

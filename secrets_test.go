@@ -2,6 +2,8 @@ package chronos
 
 import (
 	"encoding/base64"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,6 +55,37 @@ func TestRotate(t *testing.T) {
 	}
 	if s, err := Rotate(many, "z", now, 0); err != nil || len(s) != 1 {
 		t.Fatalf("too many, no grace: %+v %v", s, err)
+	}
+}
+
+// TestRotateGraceLimit: the API documents MaxSecretsInGrace (8) secrets in
+// their grace period at once. Rotating a job's first secret with a grace
+// puts the cluster default in grace, so 8 rotations with a grace leave 8
+// in grace beside the current one; the 9th is a conflict.
+func TestRotateGraceLimit(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	var s []SigningSecret
+	for i := 1; i <= 8; i++ {
+		next, err := Rotate(s, fmt.Sprintf("s%d", i), now, time.Hour)
+		if err != nil {
+			t.Fatalf("rotation %d with grace: %v", i, err)
+		}
+		s = next
+		if got := len(s) - 1; got != i {
+			t.Fatalf("rotation %d: %d in grace, want %d", i, got, i)
+		}
+	}
+	if len(s) != 9 || s[len(s)-1].ExpiresAt != nil {
+		t.Fatalf("after 8 rotations: %+v", s)
+	}
+	_, err := Rotate(s, "one-too-many", now, time.Hour)
+	if ErrorCode(err) != ECONFLICT || !strings.Contains(err.Error(), "at most 8") {
+		t.Fatalf("rotation 9 with grace: %v, want a conflict naming the limit", err)
+	}
+	// Once the oldest have expired, a rotation with a grace fits again.
+	if _, err := Rotate(s, "later", now.Add(2*time.Hour), time.Hour); err != nil {
+		t.Fatalf("after the grace: %v", err)
 	}
 }
 

@@ -62,6 +62,11 @@ type PlanOptions struct {
 	// does not name. It needs a non-empty Selector.
 	Prune    bool
 	Selector Selector
+	// AllowEmpty lets Prune run when no job of the manifest matches
+	// Selector (an empty file, a file of comments, `jobs: []`, or jobs
+	// that all lack the selector's labels): such a prune deletes every job
+	// the selector picks. Without it, MakePlan refuses, as kubectl does.
+	AllowEmpty bool
 }
 
 // MakePlan compares the manifest with the server: a job the manifest names
@@ -76,6 +81,9 @@ func (c *Client) MakePlan(ctx context.Context, specs []*Spec, o PlanOptions) (*P
 	if o.Prune && len(o.Selector) == 0 {
 		return nil, &chronos.Error{Code: chronos.EINVALID, Message: "--prune needs a label selector: it deletes only the jobs the selector picks",
 			Fields: map[string]string{"selector": "is required with prune"}}
+	}
+	if o.Prune && !o.AllowEmpty && !anySelected(specs, o.Selector) {
+		return nil, emptyPrune(specs, o.Selector)
 	}
 	existing, err := c.AllJobs(ctx, JobFilter{})
 	if err != nil {
@@ -286,4 +294,28 @@ func compact(b json.RawMessage) string {
 		return "null"
 	}
 	return string(b)
+}
+
+// anySelected reports whether a job of the manifest carries every label of
+// sel: the set a prune keeps. When it is empty, the prune deletes every
+// job sel picks, which is far more often a mistake (an empty stdin, a
+// file of only comments, the wrong selector) than the wish.
+func anySelected(specs []*Spec, sel Selector) bool {
+	for _, s := range specs {
+		if sel.Matches(s.Job.Labels) {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyPrune is MakePlan's refusal of a prune from an empty set.
+func emptyPrune(specs []*Spec, sel Selector) error {
+	msg := "the manifest lists no jobs"
+	if len(specs) > 0 {
+		msg = fmt.Sprintf("none of the manifest's %d job(s) has the labels %s", len(specs), sel)
+	}
+	return &chronos.Error{Code: chronos.EINVALID,
+		Message: msg + ": --prune would delete every job with the labels " + sel.String() + "; refused (pass --allow-empty to delete them all)",
+		Fields:  map[string]string{"manifest": "lists no job the selector picks"}}
 }

@@ -23,8 +23,8 @@ type jobDelivery struct {
 	At          time.Time
 }
 
-// jobTarget is a webhook on 127.0.0.1 that answers every request 200 and
-// records it. Each job calls <url>/j/<its name>, so a delivery names its
+// jobTarget is a webhook on 127.0.0.1 that answers every request 200
+// (500 to the jobs named fail-...) and records it. Each job calls <url>/j/<its name>, so a delivery names its
 // job independently of the run id: a run id that the database handed out
 // twice (once in a transaction a crash lost) shows as two occurrences
 // under one id.
@@ -71,6 +71,10 @@ func (tg *jobTarget) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	tg.mu.Unlock()
+	if strings.HasPrefix(d.Job, failPrefix) {
+		w.WriteHeader(http.StatusInternalServerError) // its runs go dead, to be redriven
+		return
+	}
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -105,7 +105,9 @@ func burstLabel(i int) string { return fmt.Sprintf("burst-%d", i/1000) }
 // releaseBurst resumes the burst, each thousand in a call of its own, all
 // at once. The crash may catch some of these calls: each is repeated
 // until acknowledged, as a client would, so every burst job runs in the
-// end; a call cut off by the crash may have committed or not.
+// end; a call cut off by the crash may have committed or not. Every call
+// is recorded (the jobs it resumed, acknowledged or not), so the check
+// sees a lost acknowledged batch that a later call resumed again.
 func (r *crashRun) releaseBurst(ctx context.Context) {
 	var wg sync.WaitGroup
 	for g := range (r.cfg.burst + 999) / 1000 {
@@ -113,9 +115,13 @@ func (r *crashRun) releaseBurst(ctx context.Context) {
 			path := "/v1/jobs/resume?label=crash=" + burstLabel(g*1000)
 			for ctx.Err() == nil {
 				var res struct {
-					More bool `json:"more"`
+					More   bool    `json:"more"`
+					JobIDs []int64 `json:"job_ids"`
 				}
 				code, err := r.send(ctx, http.MethodPost, path, nil, &res)
+				r.ed.mu.Lock()
+				r.ed.resumes = append(r.ed.resumes, resumeCall{ids: res.JobIDs, acked: err == nil && code == http.StatusOK, at: time.Now()})
+				r.ed.mu.Unlock()
 				if err == nil && code == http.StatusOK && !res.More {
 					return
 				}

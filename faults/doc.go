@@ -11,7 +11,13 @@
 // SIGTERM stop, then checked: one run per occurrence (except flagged
 // catch-ups and documented skips), at most max_retries+1 attempts and
 // every request an attempt row, one request in flight per skip or
-// queue_one job, nothing leased after a graceful stop.
+// queue_one job, nothing leased after a graceful stop, no attempt that
+// finishes before it started, and for the scheduling policies (jitter,
+// exclusions, starts_at/ends_at, misfire, starting deadlines, and PATCHes
+// of each): an edit never loses or doubles an occurrence of the new plan,
+// no run of an old plan starts after the edit's answer, misfire "all"
+// delivers in order. Invariants whose fixes live on other branches are
+// gated by constants in model_policy_check_test.go (issue 22).
 //
 // It is tests only (this file exists for the package comment). Like
 // tickets/, it may import everything and nothing imports it.

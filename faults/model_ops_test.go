@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -44,7 +45,7 @@ func (s *seqRun) do() {
 		}
 	}
 	event := s.nops-s.lastEvent >= eventSpacing
-	r := s.rng.IntN(100)
+	r := s.rng.IntN(120)
 	switch {
 	case s.nops <= 3:
 		s.create(s.nops == 3)
@@ -76,6 +77,8 @@ func (s *seqRun) do() {
 		s.killLeader()
 	case r < 91 && event:
 		s.restart(s.c.insts[s.rng.IntN(len(s.c.insts))], 0, false)
+	case r >= 100:
+		s.patchPolicy()
 	case r < 96 && event:
 		// One skewed instance at a time: the design allows a skewed
 		// instance to fire late by its skew, which the others (claiming
@@ -189,8 +192,12 @@ func (s *seqRun) create(oneShot bool) {
 	if oneShot {
 		kind = "once"
 		body["run_at"] = s.runAtAhead().Format(time.RFC3339)
+		if s.rng.IntN(4) == 0 {
+			body["jitter_seconds"] = 1 + s.rng.IntN(2)
+		}
 	} else {
 		body["cron_expr"] = modelCrons[s.rng.IntN(len(modelCrons))]
+		s.policies(body, cronGap(body["cron_expr"].(string)))
 	}
 	s.tg.set(j.key, j.behave)
 	s.jobs = append(s.jobs, j)
@@ -207,6 +214,113 @@ func (s *seqRun) create(oneShot bool) {
 	s.byID[j.id] = j
 	j.versions = append(j.versions, version{sent: sent, recv: recv, st: stateOf(&out)})
 	s.logOp(kind, fmt.Sprintf("%s id %d (%s; max_retries %d)", desc, j.id, j.behave, j.maxRetries))
+}
+
+// policies adds random scheduling policies to a cron job's create body:
+// misfire, jitter, a starting deadline, a window (starts_at, ends_at) or
+// an exclusion of today (never both: an exclusion of today with an end
+// within it leaves no occurrence, which the API refuses).
+func (s *seqRun) policies(body map[string]any, gap int) {
+	body["misfire"] = modelMisfires[s.rng.IntN(len(modelMisfires))]
+	// The API keeps jitter below the schedule's shortest gap, so that it
+	// never reorders occurrences.
+	if jitter := 1 + s.rng.IntN(2); s.rng.IntN(5) < 2 && jitter < gap {
+		body["jitter_seconds"] = jitter
+	}
+	if s.rng.IntN(10) < 3 {
+		body["starting_deadline_seconds"] = 1 + s.rng.IntN(3)
+	}
+	switch r := s.rng.IntN(100); {
+	case r < 15:
+		body["starts_at"] = s.wholeSecondAhead(1000, 3000).Format(time.RFC3339)
+	case r < 30:
+		body["ends_at"] = s.wholeSecondAhead(6000, 14000).Format(time.RFC3339)
+	case r < 40:
+		body["starts_at"] = s.wholeSecondAhead(1000, 3000).Format(time.RFC3339)
+		body["ends_at"] = s.wholeSecondAhead(6000, 14000).Format(time.RFC3339)
+	case r < 50:
+		body["exclude"] = []chronos.DateRange{today(body["timezone"].(string))}
+	}
+}
+
+// cronGap is the gap in seconds between two occurrences of one of
+// modelCrons.
+func cronGap(expr string) int {
+	switch {
+	case strings.HasPrefix(expr, "*/2 "):
+		return 2
+	case strings.HasPrefix(expr, "*/3 "):
+		return 3
+	}
+	return 1
+}
+
+// modelMisfires are the misfire policies a job may get.
+var modelMisfires = []string{"one", "one", "none", "all", "all"}
+
+// wholeSecondAhead is a whole second minMS to minMS+spanMS milliseconds
+// from now.
+func (s *seqRun) wholeSecondAhead(minMS, spanMS int) time.Time {
+	d := time.Duration(minMS+s.rng.IntN(spanMS)) * time.Millisecond
+	return time.Now().Add(d).Truncate(time.Second).UTC()
+}
+
+// today is the date range of the current day in zone tz.
+func today(tz string) chronos.DateRange {
+	loc, err := chronos.LoadTimezone(tz)
+	if err != nil {
+		loc = time.UTC
+	}
+	d := time.Now().In(loc).Format("2006-01-02")
+	return chronos.DateRange{From: d, To: d}
+}
+
+// patchPolicy PATCHes one scheduling policy of a job: jitter, exclusions,
+// the window, misfire or the starting deadline (kinds named after the
+// field). Each body is valid for the job as the model knows it.
+func (s *seqRun) patchPolicy() {
+	kind := []string{"jitter", "exclude", "window", "misfire", "deadline"}[s.rng.IntN(5)]
+	jitter, deadline := s.rng.IntN(3), 1+s.rng.IntN(3)
+	noDeadline, misfire := s.rng.IntN(3) == 0, modelMisfires[s.rng.IntN(len(modelMisfires))]
+	clear, window := s.rng.IntN(3) == 0, s.rng.IntN(3)
+	starts, ends := s.wholeSecondAhead(1000, 3000), s.wholeSecondAhead(6000, 14000)
+	j := s.pickJob(func(j *mjob) bool { return j.cur().Cron != "" })
+	if j == nil {
+		s.logOp(kind, "no cron job")
+		return
+	}
+	body := map[string]any{}
+	switch kind {
+	case "jitter":
+		body["jitter_seconds"] = min(jitter, cronGap(j.cur().Cron)-1)
+	case "deadline":
+		body["starting_deadline_seconds"] = deadline
+		if noDeadline {
+			body["starting_deadline_seconds"] = nil
+		}
+	case "misfire":
+		body["misfire"] = misfire
+	case "exclude":
+		body["exclude"] = []chronos.DateRange{today(j.cur().TZ)}
+		if clear || len(j.cur().Exclude) > 0 {
+			body["exclude"] = []chronos.DateRange{}
+		}
+		if j.cur().EndsAt != nil {
+			body["ends_at"] = nil // an end within an excluded today would leave no occurrence
+		}
+	case "window":
+		body["starts_at"], body["ends_at"] = nil, nil
+		switch window {
+		case 0:
+			body["starts_at"] = starts.Format(time.RFC3339)
+		case 1:
+			body["ends_at"] = ends.Format(time.RFC3339)
+		}
+		if len(j.cur().Exclude) > 0 {
+			body["exclude"] = []chronos.DateRange{}
+		}
+	}
+	s.patch(kind, j, body)
 }
 
 // patch sends a PATCH and records the job's new version from the answer.
@@ -226,9 +340,15 @@ func (s *seqRun) patch(kind string, j *mjob, body map[string]any) {
 		switch {
 		case !out.Enabled && out.NextRunAt != nil:
 			s.violate("next-run-at", "PATCH %s: the paused job shows next_run_at %s", desc, out.NextRunAt.Format("15:04:05.000"))
-		case kind == "resume" && out.CronExpr != nil && (out.NextRunAt == nil || !out.NextRunAt.After(sent.Add(-modelTol))):
+		case kind == "resume" && out.CronExpr != nil && (out.NextRunAt == nil || !out.NextRunAt.After(sent.Add(-modelTol))) &&
+			stateOf(&out).occurrences(recv, recv.Add(time.Hour)) != nil: // past ends_at: finished, rightly no next run
 			s.violate("next-run-at", "PATCH %s: the resumed cron job shows next_run_at %v, not after the resume", desc, out.NextRunAt)
 		}
+	case code == http.StatusBadRequest && j.cur().occurrences(sent, sent.Add(time.Hour)) == nil && j.cur().Cron != "":
+		// Past its ends_at a cron job has no occurrence left, and the API
+		// refuses an edit that leaves none (issue 16's validation): the
+		// model's PATCH was valid when drawn, the job finished since.
+		desc += " (the job is past its ends_at)"
 	default:
 		// Every PATCH the model sends is valid.
 		s.violate("api", "PATCH %s: unexpected answer", desc)
@@ -270,7 +390,11 @@ func (s *seqRun) toggle() {
 func (s *seqRun) patchCron() {
 	expr := modelCrons[s.rng.IntN(len(modelCrons))]
 	if j := s.pickJob(func(j *mjob) bool { return j.cur().Cron != "" }); j != nil {
-		s.patch("cron_expr", j, map[string]any{"cron_expr": expr})
+		body := map[string]any{"cron_expr": expr}
+		if j.cur().Jitter >= cronGap(expr) {
+			body["jitter_seconds"] = 0 // the API refuses a jitter as long as the new schedule's gap
+		}
+		s.patch("cron_expr", j, body)
 		return
 	}
 	s.logOp("cron_expr", "no cron job")

@@ -151,3 +151,42 @@ func TestSigningSecretLifecycle(t *testing.T) {
 		t.Error("a signing secret reached the logs")
 	}
 }
+
+// TestSigningSecretGraceLimit: the API documents 8 secrets in a grace
+// period at once. Eight rotations with a grace succeed (the first puts the
+// cluster's secret in grace, each later one the previous current secret),
+// leaving 9 secrets on the job, every one stored; the 9th rotation with a
+// grace is a 409 that says what to do; a rotation without grace still
+// works and ends them all.
+func TestSigningSecretGraceLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	created := e.createJob(cronJob("rotated"))
+	path := "/v1/jobs/" + itoa64(created.ID) + "/signing-secret"
+	for i := 1; i <= 8; i++ {
+		w := e.do("POST", path, map[string]any{"grace_seconds": 3600})
+		if w.Code != 200 {
+			t.Fatalf("rotation %d with a grace: %d %s", i, w.Code, w.Body.String())
+		}
+		if j := decode[jobWithSecret](t, w); len(j.SigningSecrets) != i+1 {
+			t.Fatalf("rotation %d: %d secrets, want %d", i, len(j.SigningSecrets), i+1)
+		}
+	}
+	stored, err := e.db.Job(context.Background(), created.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(stored.SigningSecrets); n != 9 {
+		t.Fatalf("stored %d secrets, want 9", n)
+	}
+	w := e.do("POST", path, map[string]any{"grace_seconds": 3600})
+	wantStatus(t, w, 409)
+	if !strings.Contains(w.Body.String(), "at most 8") || !strings.Contains(w.Body.String(), "grace_seconds 0") {
+		t.Errorf("the 9th rotation's refusal does not explain itself: %s", w.Body.String())
+	}
+	w = e.do("POST", path, map[string]any{"grace_seconds": 0})
+	wantStatus(t, w, 200)
+	if j := decode[jobWithSecret](t, w); len(j.SigningSecrets) != 1 {
+		t.Fatalf("rotation without grace: %s", w.Body.String())
+	}
+}

@@ -18,6 +18,9 @@ type Outcome struct {
 	StatusCode int    // 0 when no response
 	Error      string // "" on success
 	Body       string // truncated response body
+	// StartedAt and FinishedAt are the worker's readings around the
+	// attempt. Only their difference (the duration, on the monotonic
+	// clock) is stored: every instant is the database's (see completeSQL).
 	StartedAt  time.Time
 	FinishedAt time.Time
 	RetryDelay time.Duration // on failure with attempts left: wait this long
@@ -51,13 +54,19 @@ const (
 // first_attempt_* columns, with its started_at, finished_at and
 // last_status_code, are its record, and run_attempts_all shows it. That
 // saves a row, an index entry and a foreign-key check per run.
+//
+// One clock: finished_at is the database's now(), as started_at (Start,
+// the claim) and every scheduling time are. A worker's wall clock may be
+// skewed, so an instant taken from it could put an attempt's end before
+// its start. Where no start was recorded (the inline first attempt), the
+// start is now() less the worker's measured duration, which is immune to
+// skew (Go's monotonic clock).
 var completeSQL = `
 	WITH o AS (
 		SELECT *, success AND attempt = 1 AND NOT start_recorded AS inline
 		  FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::int[], $6::text[],
-		              $7::text[], $8::timestamptz[], $9::timestamptz[], $10::bigint[], $11::bigint[], $12::bool[])
-		       AS o(run_id, worker, attempt, success, status_code, error, body, started_at, finished_at,
-		            retry_us, duration_ms, start_recorded)
+		              $7::text[], $8::bigint[], $9::bigint[], $10::bool[])
+		       AS o(run_id, worker, attempt, success, status_code, error, body, retry_us, duration_ms, start_recorded)
 	), freed AS (
 		UPDATE job_runs r
 		   SET status = CASE WHEN o.success THEN 'succeeded'
@@ -67,8 +76,8 @@ var completeSQL = `
 		                           THEN now() + o.retry_us * interval '1 microsecond'
 		                           ELSE r.available_at END,
 		       finished_at = CASE WHEN o.success OR r.attempt_count >= j.max_retries + 1
-		                          THEN COALESCE(o.finished_at, now()) END,
-		       started_at = COALESCE(r.started_at, o.started_at, now()),
+		                          THEN now() END,
+		       started_at = COALESCE(r.started_at, now() - greatest(o.duration_ms, 0) * interval '1 millisecond', now()),
 		       leased_by = NULL, leased_until = NULL,
 		       last_error = o.error, last_status_code = o.status_code,
 		       first_attempt_worker = CASE WHEN o.inline THEN o.worker END,
@@ -81,7 +90,7 @@ var completeSQL = `
 	), recorded AS (
 		INSERT INTO run_attempts AS a (run_id, attempt, worker_id, started_at, finished_at, status_code,
 		                               error, response_body, duration_ms)
-		SELECT o.run_id, o.attempt, o.worker, COALESCE(o.started_at, now()), COALESCE(o.finished_at, now()),
+		SELECT o.run_id, o.attempt, o.worker, COALESCE(now() - greatest(o.duration_ms, 0) * interval '1 millisecond', now()), now(),
 		       o.status_code, o.error, o.body, o.duration_ms
 		  FROM o JOIN freed ON freed.id = o.run_id
 		 WHERE NOT o.inline
@@ -115,8 +124,6 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 		codes    = make([]*int32, 0, n)
 		errs     = make([]*string, 0, n)
 		bodies   = make([]*string, 0, n)
-		started  = make([]*time.Time, 0, n)
-		finished = make([]*time.Time, 0, n)
 		retry    = make([]int64, 0, n)
 		duration = make([]*int64, 0, n)
 		recorded = make([]bool, 0, n)
@@ -135,8 +142,6 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 		codes = append(codes, nonZero(int32(o.StatusCode)))
 		errs = append(errs, nonEmpty(storable(o.Error, maxErrorBytes)))
 		bodies = append(bodies, nonEmpty(storable(o.Body, MaxBodyBytes)))
-		started = append(started, nonZeroTime(o.StartedAt))
-		finished = append(finished, nonZeroTime(o.FinishedAt))
 		retry = append(retry, max(0, micros(o.RetryDelay)))
 		var ms *int64
 		if !o.StartedAt.IsZero() && !o.FinishedAt.IsZero() {
@@ -147,7 +152,7 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 		recorded = append(recorded, o.StartRecorded)
 	}
 	rows, err := db.Pool.Query(ctx, completeSQL, ids, workers, attempts, success, codes, errs, bodies,
-		started, finished, retry, duration, recorded)
+		retry, duration, recorded)
 	if err != nil {
 		return nil, mapErr(err, "complete runs")
 	}
@@ -203,11 +208,4 @@ func nonEmpty(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-func nonZeroTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }

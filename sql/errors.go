@@ -32,6 +32,8 @@ var constraintFields = map[string]string{
 	"jobs_description_check":          "description",
 	"jobs_labels_check":               "labels",
 	"jobs_on_dead_url_check":          "on_dead_url",
+	"jobs_secret_headers_check":       "secret_headers",
+	"jobs_signing_secrets_check":      "signing_secrets",
 	"job_runs_status_check":           "status",
 	"job_runs_trigger_check":          "trigger",
 }

@@ -12,7 +12,7 @@ import (
 // newApplyCmd is `chronos apply`: jobs as code (client.MakePlan, Apply).
 func newApplyCmd(env *environ) *cobra.Command {
 	var files []string
-	var dryRun, prune bool
+	var dryRun, prune, allowEmpty bool
 	var selector string
 	var parallel int
 	var api *apiFlags
@@ -33,7 +33,10 @@ values are write-only: a change to one alone is not seen. A second apply of
 the same files reports no changes and writes nothing.
 
 --prune deletes the jobs with the labels of --selector that the files no
-longer list; it needs --selector.`,
+longer list; it needs --selector. A prune from an empty set (no job of the
+files has the selector's labels: an empty stdin, a file of only comments,
+jobs: []) would delete every selected job, so it is refused unless
+--allow-empty is given.`,
 		Example: "  chronos apply -f jobs.yaml --dry-run\n  chronos apply -f jobs/ --prune --selector team=payments\n  cat jobs.yaml | chronos apply -f -",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,6 +50,9 @@ longer list; it needs --selector.`,
 			if prune && len(sel) == 0 {
 				return usagef("apply: --prune needs --selector (it deletes only the jobs the selector picks)")
 			}
+			if allowEmpty && !prune {
+				return usagef("apply: --allow-empty only makes sense with --prune")
+			}
 			c, err := api.client()
 			if err != nil {
 				return err
@@ -56,7 +62,7 @@ longer list; it needs --selector.`,
 			if err != nil {
 				return err
 			}
-			p, err := c.MakePlan(cmd.Context(), specs, client.PlanOptions{Prune: prune, Selector: sel})
+			p, err := c.MakePlan(cmd.Context(), specs, client.PlanOptions{Prune: prune, Selector: sel, AllowEmpty: allowEmpty})
 			if err != nil {
 				return err
 			}
@@ -90,6 +96,7 @@ longer list; it needs --selector.`,
 	fl.BoolVar(&dryRun, "dry-run", false, "print the changes and change nothing")
 	fl.BoolVar(&prune, "prune", false, "delete the jobs --selector picks that the files do not list")
 	fl.StringVarP(&selector, "selector", "l", "", "labels k=v[,k=v...] of the jobs --prune may delete")
+	fl.BoolVar(&allowEmpty, "allow-empty", false, "let --prune delete every selected job when the files list none of them")
 	fl.IntVar(&parallel, "parallel", 8, "writes in flight at once")
 	return cmd
 }
