@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -256,5 +258,59 @@ func TestRunPartitionsCreatedUnderInserts(t *testing.T) {
 	t.Logf("%d runs inserted meanwhile", inserted.Load())
 	if inserted.Load() == 0 {
 		t.Fatal("no insert ran")
+	}
+}
+
+// claimableDef is job_runs_claimable_idx as migration 016 defines it:
+// pending runs that are not held, in claim order.
+var claimableDef = regexp.MustCompile(`USING btree \(available_at, id\) WHERE \(\(status = 'pending'::text\) AND \(NOT held\)\)$`)
+
+// The partitioned job_runs and every partition of it (legacy, default,
+// and those the leader creates) carry the claimable index with migration
+// 016's predicate (NOT held), each partition's copy attached to the
+// parent's: a partition without it would make the claim read its held
+// runs, or all of its rows.
+func TestClaimableIndexOnEveryPartition(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	if _, err := db.EnsureRunPartitions(ctx, time.Hour, 3*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var parentIdx string
+	if err := db.Pool.QueryRow(ctx, `SELECT i.indexrelid::regclass::text FROM pg_index i
+		 WHERE i.indrelid = 'job_runs'::regclass AND pg_get_indexdef(i.indexrelid) ~ $1`,
+		claimableDef.String()).Scan(&parentIdx); err != nil {
+		t.Fatalf("job_runs has no claimable index with NOT held: %v", err)
+	}
+	rows, err := db.Pool.Query(ctx, `
+		SELECT c.relname,
+		       (SELECT array_agg(pg_get_indexdef(x.inhrelid)) FROM pg_inherits x JOIN pg_index i ON i.indexrelid = x.inhrelid
+		         WHERE x.inhparent = $1::regclass AND i.indrelid = c.oid)
+		  FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
+		 WHERE h.inhparent = 'job_runs'::regclass ORDER BY c.relname`, parentIdx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type part struct {
+		name string
+		defs []string
+	}
+	parts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (part, error) {
+		var p part
+		return p, r.Scan(&p.name, &p.defs)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range parts {
+		names = append(names, p.name)
+		if len(p.defs) != 1 || !claimableDef.MatchString(p.defs[0]) {
+			t.Errorf("partition %s: copies of %s %q, want one, with NOT held", p.name, parentIdx, p.defs)
+		}
+	}
+	if !slices.Contains(names, "job_runs_legacy") || !slices.Contains(names, "job_runs_default") || len(names) < 5 {
+		t.Fatalf("partitions %v: want the legacy, the default and those created ahead", names)
 	}
 }
