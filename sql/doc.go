@@ -174,8 +174,9 @@
 //     the oldest partition or after the newest (a one-shot years away),
 //     so no insert ever fails for want of a partition. Its rows are never
 //     moved (a worker's fenced write blocked behind a move would find its
-//     row gone and take its lease for lost): a range created later starts
-//     after the last of them. Finished runs in the default partition are
+//     row gone and take its lease for lost): a range created later is
+//     split around them, one partition before the first and one
+//     (<name>_after) after the last. Finished runs in the default partition are
 //     deleted once finished more than RUN_RETENTION ago.
 //   - Upkeep (the leader's pruner, every PRUNE_INTERVAL and at start):
 //     EnsureRunPartitions creates job_runs partitions a width and two

@@ -107,8 +107,8 @@ func (db *DB) RunPartitions(ctx context.Context) (runs, attempts []RunPartition,
 // until the next run ids have one. It returns the names it created.
 //
 // Runs that waited in the default partition for a range (a leader was
-// away longer than ahead) stay there: the range's partition starts after
-// the last of them (see createPartition). A gap of more than one width (a
+// away longer than ahead) stay there: the range is covered before the
+// first of them and after the last (see createPartition). A gap of more than one width (a
 // long outage) is not filled backwards either.
 func (db *DB) EnsureRunPartitions(ctx context.Context, width, ahead time.Duration) ([]string, error) {
 	if width <= 0 {
@@ -139,10 +139,11 @@ func (db *DB) EnsureRunPartitions(ctx context.Context, width, ahead time.Duratio
 			break
 		}
 		name := "job_runs_p" + lo.UTC().Format("20060102_150405")
-		if err := db.createPartition(ctx, "job_runs", name, "scheduled_at", lo.UTC().Format(time.RFC3339Nano), hi.UTC().Format(time.RFC3339Nano)); err != nil {
+		names, err := db.createPartition(ctx, "job_runs", name, "scheduled_at", lo.UTC().Format(time.RFC3339Nano), hi.UTC().Format(time.RFC3339Nano))
+		if err != nil {
 			return created, err
 		}
-		created = append(created, name)
+		created = append(created, names...)
 	}
 	// Attempts: at least half a range of run ids ahead of the identity,
 	// ranges as wide as the ids the last complete runs partition used.
@@ -169,10 +170,11 @@ func (db *DB) EnsureRunPartitions(ctx context.Context, width, ahead time.Duratio
 		}
 		hi = max(lo, hi) + w
 		name := fmt.Sprintf("run_attempts_p%d", lo)
-		if err := db.createPartition(ctx, "run_attempts", name, "run_id", fmt.Sprint(lo), fmt.Sprint(hi)); err != nil {
+		names, err := db.createPartition(ctx, "run_attempts", name, "run_id", fmt.Sprint(lo), fmt.Sprint(hi))
+		if err != nil {
 			return created, err
 		}
-		created = append(created, name)
+		created = append(created, names...)
 	}
 	return created, nil
 }
@@ -205,16 +207,21 @@ func (db *DB) attemptIDWidth(ctx context.Context) (int64, error) {
 }
 
 // createPartition creates partition name of parent for [lo, hi) of key
-// and attaches it, in one transaction. The table is made from the
-// parent's definition (LIKE), with the default partition's storage
-// parameters (autovacuum).
+// and attaches it, in one transaction, and returns the names it created.
+// The table is made from the parent's definition (LIKE), with the default
+// partition's storage parameters (autovacuum).
 //
 // Rows of the default partition in [lo, hi) are not moved: a worker's
 // fenced write (WHERE id = ...) blocked behind the move would find its
-// row deleted and take its lease for lost. The partition starts after the
-// last of them instead, and they stay in the default partition, which
-// deletes its finished rows past the retention. So the partition may be
-// narrower than asked; the next one still starts at hi.
+// row deleted and take its lease for lost. They stay in the default
+// partition, which deletes its finished rows past the retention, and the
+// range is split around them: name covers [lo, first of them), and
+// name_after the rest after the last of them. So only the stretch between
+// the first and the last stray has no partition (a run scheduled there
+// goes to the default partition too); the rest of the range is covered,
+// and the next range still starts at hi. (Covering only what follows the
+// last stray left the whole range before it uncovered: a leader back from
+// an outage left the next hour's runs in the default partition.)
 //
 // Writes wait while it runs (milliseconds: the default partition holds
 // only strays): the parent is locked SHARE ROW EXCLUSIVE, not just the
@@ -222,12 +229,13 @@ func (db *DB) attemptIDWidth(ctx context.Context) (int64, error) {
 // the default partition under the old bounds and held there by this
 // transaction would fail its partition check once the new range exists.
 // Reads go on.
-func (db *DB) createPartition(ctx context.Context, parent, name, key, lo, hi string) error {
+func (db *DB) createPartition(ctx context.Context, parent, name, key, lo, hi string) ([]string, error) {
 	dflt := pgx.Identifier{parent + "_default"}.Sanitize()
 	p := pgx.Identifier{parent}.Sanitize()
-	t := pgx.Identifier{name}.Sanitize()
 	k := pgx.Identifier{key}.Sanitize()
-	return db.partitionTx(ctx, "create partition "+name, func(tx pgx.Tx) error {
+	var created []string
+	err := db.partitionTx(ctx, "create partition "+name, func(tx pgx.Tx) error {
+		created = created[:0] // a retry starts again
 		for _, s := range []string{
 			"LOCK TABLE ONLY " + p + " IN SHARE ROW EXCLUSIVE MODE",
 			"LOCK TABLE " + dflt + " IN ACCESS EXCLUSIVE MODE",
@@ -236,39 +244,59 @@ func (db *DB) createPartition(ctx context.Context, parent, name, key, lo, hi str
 				return err
 			}
 		}
-		// The first value after the default partition's last row in range
-		// (timestamps have microseconds, ids are integers).
-		var from *string
+		// The default partition's first row in range, and the first value
+		// after its last one (timestamps have microseconds, ids are
+		// integers).
+		var first, after *string
 		next := "+ 1"
 		if key == "scheduled_at" {
 			next = "+ interval '1 microsecond'"
 		}
-		var fits bool
-		if err := tx.QueryRow(ctx, fmt.Sprintf("SELECT (max(%[1]s) %[2]s)::text, coalesce(max(%[1]s) %[2]s < '%[5]s', true) FROM %[3]s WHERE %[1]s >= '%[4]s' AND %[1]s < '%[5]s'",
-			k, next, dflt, lo, hi)).Scan(&from, &fits); err != nil {
+		var before, fits bool
+		if err := tx.QueryRow(ctx, fmt.Sprintf(`SELECT min(%[1]s)::text, (max(%[1]s) %[2]s)::text,
+			       coalesce(min(%[1]s) > '%[4]s', true), coalesce(max(%[1]s) %[2]s < '%[5]s', true)
+			  FROM %[3]s WHERE %[1]s >= '%[4]s' AND %[1]s < '%[5]s'`,
+			k, next, dflt, lo, hi)).Scan(&first, &after, &before, &fits); err != nil {
 			return err
 		}
-		if !fits {
-			return fmt.Errorf("the default partition holds a row at the very end of [%s, %s)", lo, hi)
-		}
-		if from != nil {
-			lo = *from
+		if !before && !fits {
+			return fmt.Errorf("the default partition holds rows at the very start and the very end of [%s, %s)", lo, hi)
 		}
 		var opts string
 		if err := tx.QueryRow(ctx, `SELECT coalesce(' WITH (' || array_to_string(reloptions, ', ') || ')', '')
 			FROM pg_class WHERE oid = $1::regclass`, parent+"_default").Scan(&opts); err != nil {
 			return err
 		}
-		for _, s := range []string{
-			"CREATE TABLE " + t + " (LIKE " + p + " INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)" + opts,
-			fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')", p, t, lo, hi),
-		} {
-			if _, err := tx.Exec(ctx, s); err != nil {
-				return err
+		type part struct{ name, lo, hi string }
+		var parts []part
+		switch {
+		case first == nil: // no stray: the whole range
+			parts = []part{{name, lo, hi}}
+		case before && fits:
+			parts = []part{{name, lo, *first}, {name + "_after", *after, hi}}
+		case before:
+			parts = []part{{name, lo, *first}}
+		default:
+			parts = []part{{name, *after, hi}}
+		}
+		for _, pt := range parts {
+			t := pgx.Identifier{pt.name}.Sanitize()
+			for _, s := range []string{
+				"CREATE TABLE " + t + " (LIKE " + p + " INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)" + opts,
+				fmt.Sprintf("ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')", p, t, pt.lo, pt.hi),
+			} {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					return err
+				}
 			}
+			created = append(created, pt.name)
 		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return created, nil
 }
 
 // partitionTries is how many times partitionTx tries for its locks, a

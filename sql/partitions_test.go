@@ -45,8 +45,8 @@ func partitionOf(t *testing.T, db *sql.DB, table, key string, id int64) string {
 // Partitions are created ahead, so a run due within them never lands in
 // the default partition; runs outside every range (a one-shot years away,
 // a run scheduled long ago) land in the default partition, so no insert
-// ever fails; a run that waited there stays, and its range's partition
-// starts after it.
+// ever fails; a run that waited there stays, and its range's partitions
+// end before it and start after it.
 func TestRunPartitionsCreatedAhead(t *testing.T) {
 	t.Parallel()
 	db := sqltest.New(t)
@@ -62,12 +62,15 @@ func TestRunPartitionsCreatedAhead(t *testing.T) {
 		t.Fatalf("created %v (%v), want the runs partitions 3 h ahead and an attempts one", created, err)
 	}
 	// The run that waited stays (a move would break a worker's fence);
-	// its range's partition starts after it.
+	// its range is covered before it and after it, whatever the time of
+	// day puts in the same range as it.
 	if p := partitionOf(t, db, "job_runs", "id", early); p != "job_runs_default" {
 		t.Fatalf("the waiting run moved to %s", p)
 	}
-	if _, part := insertRunAt(t, db, j.ID, "95 minutes", "pending"); !slices.Contains(created, part) {
-		t.Fatalf("a run after the waiting one went to %s", part)
+	for _, off := range []string{"85 minutes", "95 minutes"} {
+		if _, part := insertRunAt(t, db, j.ID, off, "pending"); !slices.Contains(created, part) {
+			t.Fatalf("a run at minute+%s, next to the waiting one, went to %s (created %v)", off, part, created)
+		}
 	}
 	for _, off := range []string{"0 seconds", "1 hour", "2 hours 59 minutes"} {
 		if _, part := insertRunAt(t, db, j.ID, off, "pending"); part == "job_runs_default" {
