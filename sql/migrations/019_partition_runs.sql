@@ -80,7 +80,9 @@ BEGIN
         EXCEPTION WHEN lock_not_available THEN
             tries := tries + 1;
             IF tries >= 50 THEN
-                RAISE EXCEPTION 'partitioning job_runs: no lock on % after % tries', tables, tries;
+                -- lock_not_available: the migration runner tries again later.
+                RAISE EXCEPTION 'partitioning job_runs: no lock on % after % tries', tables, tries
+                    USING ERRCODE = 'lock_not_available';
             END IF;
             PERFORM pg_sleep(0.1 + random() * 0.2);
         END;

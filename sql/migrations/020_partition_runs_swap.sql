@@ -6,27 +6,40 @@
 -- no index, so it holds its ACCESS EXCLUSIVE locks for milliseconds (see
 -- TestPartitionMigration for the measured figure).
 
--- chronos_migration_lock takes ACCESS EXCLUSIVE on the tables in order,
--- waiting at most 200 ms for the first and not at all for the others
--- (holding the first while waiting for another would hold up the queries
--- of the first), retrying after a pause: a migration waiting for its lock
--- blocks the queries queued behind it, so it must never wait long.
-CREATE OR REPLACE FUNCTION chronos_migration_lock(VARIADIC tables text[]) RETURNS void LANGUAGE plpgsql AS $$
+-- chronos_swap_lock takes, before the swap changes anything, every lock
+-- the swap needs: ACCESS EXCLUSIVE on the tables (the run tables, the
+-- views that read them) in order, waiting at most 200 ms for the first and
+-- not at all for the others (holding the first while waiting for another
+-- would hold up the queries of the first), and SHARE ROW EXCLUSIVE on the
+-- tables in shared (jobs: the foreign key job_runs.job_id is created again
+-- on the parent and on the default partition, which takes that lock on
+-- the table it references), also without waiting; it retries after a
+-- pause. A migration waiting for its lock blocks the queries queued
+-- behind it, so it must never wait long; and a lock the swap waited for
+-- only midway (jobs, under autovacuum or a writer that then waits for
+-- job_runs) failed the whole migration with a lock timeout. After 50
+-- tries it gives up with lock_not_available, which the migration runner
+-- retries (sql.MigrateWith).
+CREATE OR REPLACE FUNCTION chronos_swap_lock(shared text[], VARIADIC tables text[]) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     tries int := 0;
 BEGIN
     PERFORM set_config('lock_timeout', '200ms', true);
     LOOP
         BEGIN
-            EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE', tables[1]);
+            EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', tables[1]);
             FOR i IN 2 .. cardinality(tables) LOOP
-                EXECUTE format('LOCK TABLE %I IN ACCESS EXCLUSIVE MODE NOWAIT', tables[i]);
+                EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE NOWAIT', tables[i]);
+            END LOOP;
+            FOR i IN 1 .. coalesce(cardinality(shared), 0) LOOP
+                EXECUTE format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE NOWAIT', shared[i]);
             END LOOP;
             RETURN;
         EXCEPTION WHEN lock_not_available THEN
             tries := tries + 1;
             IF tries >= 50 THEN
-                RAISE EXCEPTION 'partitioning job_runs: no lock on % after % tries', tables, tries;
+                RAISE EXCEPTION 'partitioning job_runs: no lock on % and % after % tries', tables, shared, tries
+                    USING ERRCODE = 'lock_not_available';
             END IF;
             PERFORM pg_sleep(0.1 + random() * 0.2);
         END;
@@ -167,24 +180,37 @@ DECLARE
     m record;
     r record;
     locked timestamptz;
+    views text[] := '{}';
+    referenced text[];
+    v text;
 BEGIN
     IF (SELECT relkind FROM pg_class WHERE oid = 'job_runs'::regclass) = 'p' THEN
         RETURN;
     END IF;
     SELECT * INTO m FROM chronos_partitioning_migration;
     CREATE TEMP TABLE chronos_swap_todo (step int, sql text) ON COMMIT DROP;
-    PERFORM chronos_migration_lock('job_runs', 'run_attempts');
-    locked := clock_timestamp();
     -- Views that read the tables are recreated on the parents, from their
-    -- definitions as they read before the renames.
+    -- definitions as they read before the renames: locked with the
+    -- tables, so no reader of a view holds up the swap midway.
     FOR r IN SELECT DISTINCT c.oid FROM pg_depend d
                JOIN pg_rewrite w ON w.oid = d.objid
                JOIN pg_class c ON c.oid = w.ev_class
               WHERE d.classid = 'pg_rewrite'::regclass
                 AND d.refobjid IN ('job_runs'::regclass, 'run_attempts'::regclass)
                 AND c.oid NOT IN ('job_runs'::regclass, 'run_attempts'::regclass) LOOP
+        views := views || r.oid::regclass::text;
+    END LOOP;
+    -- The tables the foreign keys of job_runs and run_attempts reference
+    -- (jobs): their constraints are created again on the parents.
+    SELECT coalesce(array_agg(DISTINCT confrelid::regclass::text), '{}') INTO referenced
+      FROM pg_constraint
+     WHERE contype = 'f' AND conrelid IN ('job_runs'::regclass, 'run_attempts'::regclass)
+       AND confrelid NOT IN ('job_runs'::regclass, 'run_attempts'::regclass);
+    PERFORM chronos_swap_lock(referenced, VARIADIC ARRAY['job_runs', 'run_attempts'] || views);
+    locked := clock_timestamp();
+    FOREACH v IN ARRAY views LOOP
         INSERT INTO chronos_swap_todo (step, sql)
-        VALUES (4, format('CREATE OR REPLACE VIEW %s AS %s', r.oid::regclass, pg_get_viewdef(r.oid)));
+        VALUES (4, format('CREATE OR REPLACE VIEW %s AS %s', v, pg_get_viewdef(v::regclass)));
     END LOOP;
     PERFORM chronos_partition_swap('job_runs', 'scheduled_at', m.runs_bound::text);
     PERFORM chronos_partition_swap('run_attempts', 'run_id', m.attempts_bound::text);
@@ -198,4 +224,4 @@ END
 $$;
 
 DROP FUNCTION IF EXISTS chronos_partition_swap(text, text, text);
-DROP FUNCTION IF EXISTS chronos_migration_lock(text[]);
+DROP FUNCTION IF EXISTS chronos_swap_lock(text[], text[]);
