@@ -183,7 +183,23 @@ func TestPartitionMigration(t *testing.T) {
 	// The rest of the migrations as chronos migrate runs them: under the
 	// runner's lock_timeout, a migration that timed out waiting for a
 	// lock tried again (the workload may hold one at any moment).
+	// And, as autovacuum may, a session holds SHARE UPDATE EXCLUSIVE on
+	// jobs for a while as the migration starts: the swap recreates the
+	// foreign key to jobs, which needs a lock that conflicts with it.
 	waitOps(50)
+	blocker, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Close(context.Background())
+	mustExec(t, blocker, "BEGIN")
+	mustExec(t, blocker, "LOCK TABLE jobs IN SHARE UPDATE EXCLUSIVE MODE")
+	var bg sync.WaitGroup
+	bg.Go(func() {
+		_, _ = blocker.Exec(ctx, "SELECT pg_sleep(1.5)")
+		_, _ = blocker.Exec(ctx, "COMMIT")
+	})
+	defer bg.Wait()
 	var log migrationLog
 	t0 := time.Now()
 	if err := sql.MigrateFSForTest(ctx, dsn, sql.Migrations(), sql.MigrateOptions{Log: slog.New(&log)}); err != nil {
