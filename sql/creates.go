@@ -29,6 +29,7 @@ type createBatcher struct {
 	mu      sync.Mutex
 	writing int              // batches in flight
 	queue   []*pendingCreate // waiting for a writer
+	batches int64            // written so far (tests read it)
 }
 
 // pendingCreate is one CreateJob waiting for its batch.
@@ -71,6 +72,7 @@ func (db *DB) writeCreates(batch []*pendingCreate) {
 	}
 	b := &db.creates
 	b.mu.Lock()
+	b.batches++
 	if len(b.queue) == 0 {
 		b.writing--
 		b.mu.Unlock()

@@ -251,16 +251,21 @@ func (db *DB) CreateJobs(ctx context.Context, jobs []*chronos.Job) error {
 				errs[i] = nameTaken("create job")
 			}
 		}
-		if len(errs) > 0 {
-			return nil, batchError(errs)
+		// The rest are inserted even when some failed, to name every
+		// taken name at once; a failure rolls them back.
+		rest, index := make([]preparedJob, 0, len(prepared)), make([]int, 0, len(prepared))
+		for i, p := range prepared {
+			if errs[i] == nil {
+				rest, index = append(rest, p), append(index, i)
+			}
 		}
-		perJob, err := insertJobs(ctx, tx, prepared)
+		perJob, err := insertJobs(ctx, tx, rest)
 		if err != nil {
 			return nil, err
 		}
-		for i, err := range perJob {
+		for k, err := range perJob {
 			if err != nil {
-				errs[i] = err
+				errs[index[k]] = err
 			}
 		}
 		if len(errs) > 0 {
