@@ -19,12 +19,14 @@ const batchSize = 1000
 const batchClients = 4
 
 // createBatched creates n jobs through POST /v1/jobs/batch of the API at
-// base, batchSize per request, clients requests in flight; job(i) is the
+// base, up to batchSize per request, clients requests in flight; job(i) is the
 // JSON of job i. progress, when set, is called after each batch with the
 // jobs created so far. It returns how long it took.
 func (e *env) createBatched(ctx context.Context, base string, n, clients int, job func(dst []byte, i int) []byte, progress func(done int)) (time.Duration, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// Smaller batches for few jobs, so that every client has some.
+	size := min(batchSize, max(100, n/(4*clients)))
 	var (
 		next, done atomic.Int64
 		wg         sync.WaitGroup
@@ -34,11 +36,11 @@ func (e *env) createBatched(ctx context.Context, base string, n, clients int, jo
 		wg.Go(func() {
 			var body []byte
 			for {
-				lo := int(next.Add(batchSize)) - batchSize
+				lo := int(next.Add(int64(size))) - size
 				if lo >= n || ctx.Err() != nil {
 					return
 				}
-				hi := min(lo+batchSize, n)
+				hi := min(lo+size, n)
 				body = append(body[:0], `{"jobs":[`...)
 				for i := lo; i < hi; i++ {
 					if i > lo {

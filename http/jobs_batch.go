@@ -111,9 +111,6 @@ func (s *Server) batchJob(raw json.RawMessage) (*chronos.Job, string, error) {
 	if err == nil && j.OnDeadURL != nil {
 		err = s.checkURL("on_dead_url", *j.OnDeadURL)
 	}
-	if err == nil {
-		err = j.Validate() // every job's mistakes at once, before the database
-	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -219,18 +219,9 @@ func (db *DB) CreateJobs(ctx context.Context, jobs []*chronos.Job) error {
 	if len(jobs) > MaxJobBatch {
 		return chronos.InvalidFields(map[string]string{"jobs": "at most " + strconv.Itoa(MaxJobBatch) + " jobs per batch"})
 	}
-	for _, j := range jobs {
-		j.ApplyDefaults()
-	}
+	// prepareJob validates each job (defaults applied) against the
+	// database's clock: every job's mistakes are reported at once.
 	errs := map[int]error{}
-	for i, j := range jobs {
-		if err := j.Validate(); err != nil {
-			errs[i] = err
-		}
-	}
-	if len(errs) > 0 {
-		return batchError(errs)
-	}
 	err := db.guarded(ctx, true, func(tx querier) ([]any, error) {
 		var now time.Time
 		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
@@ -239,6 +230,10 @@ func (db *DB) CreateJobs(ctx context.Context, jobs []*chronos.Job) error {
 		now = now.UTC()
 		prepared := make([]preparedJob, len(jobs))
 		for i, j := range jobs {
+			if j == nil {
+				errs[i] = chronos.InvalidFields(map[string]string{"body": "a job is required"})
+				continue
+			}
 			args, err := prepareJob(ctx, j, now)
 			if err != nil {
 				errs[i] = err
