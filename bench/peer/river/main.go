@@ -147,7 +147,9 @@ func run() error {
 	}
 	inserted := time.Since(t0)
 
-	events, unsubscribe := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed)
+	// A buffer for every job: an event dropped would never be counted.
+	events, unsubscribe := client.SubscribeConfig(&river.SubscribeConfig{
+		ChanSize: *jobs + 1000, Kinds: []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed}})
 	defer unsubscribe()
 	start := time.Now()
 	if err := client.Start(ctx); err != nil {
