@@ -72,6 +72,9 @@ func Resolve(names []string) ([]string, error) {
 // runner carries what every scenario needs.
 type runner struct {
 	cfg Config
+
+	peerBin string // the River peer, once built (peer.go)
+	peerTmp string // its temporary directory, removed by Run
 }
 
 // progress prints a progress line on Stderr (tables and JSON go to Stdout).
@@ -93,6 +96,11 @@ func Run(ctx context.Context, cfg Config, names []string) error {
 	}
 	cfg = cfg.withDefaults()
 	b := &runner{cfg: cfg}
+	defer func() {
+		if b.peerTmp != "" {
+			os.RemoveAll(b.peerTmp)
+		}
+	}()
 
 	if cfg.CPUProfile != "" {
 		pf, err := os.Create(cfg.CPUProfile)
