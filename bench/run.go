@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -75,10 +76,14 @@ type runner struct {
 
 	peerBin string // the River peer, once built (peer.go)
 	peerTmp string // its temporary directory, removed by Run
+
+	progressMu sync.Mutex // progress lines come from concurrent clients
 }
 
 // progress prints a progress line on Stderr (tables and JSON go to Stdout).
 func (b *runner) progress(format string, args ...any) {
+	b.progressMu.Lock()
+	defer b.progressMu.Unlock()
 	fmt.Fprintf(b.cfg.Stderr, "bench: "+format+"\n", args...)
 }
 
