@@ -157,7 +157,7 @@ func TestScenarios(t *testing.T) {
 			},
 		},
 		"scale": {check: func(f figures) {
-			f.positive("small.tick_1000_due", "large.tick_1000_due", "small.page_start", "large.page_end", "insert_jobs_per_s")
+			f.positive("small.tick_1000_due", "large.tick_1000_due", "small.page_start", "large.page_end", "create_jobs_per_s", "jobs_bytes_per_job")
 		}},
 		"burst": {check: func(f figures) {
 			f.positive("runs_per_s", "last_delivery", "chronos_cpu_per_run")
@@ -179,7 +179,8 @@ func TestScenarios(t *testing.T) {
 			// Child processes: their CPU is read from /proc, the bench's apart.
 			tweak: func(c *Config) { c.Binary, c.Procs = binary(t), true },
 			check: func(f figures) {
-				f.positive("jobs_per_s", "post_p50", "chronos_cpu_per_job", "bench_cpu_per_job")
+				f.positive("jobs_per_s", "post_p50", "chronos_cpu_per_job", "bench_cpu_per_job", "batch.jobs_per_s")
+				f.equal("batch.created", 1000)
 				f.present("postgres_cpu_per_job")
 				f.ordered("post_p50", "post_p90", "post_p99", "post_max")
 				f.equal("created", 200)

@@ -68,6 +68,8 @@ type Config struct {
 	LogLevel    string // log level of the instances: debug, info, warn, error
 	Statements  bool   // throughput, latency: count the instances' statements through a proxy
 	AsyncCommit bool   // reactors on a synchronous_commit=off pool, as serve's REACTOR_SYNCHRONOUS_COMMIT=off (the default)
+	Peer        string // burst: "" or PeerRiver, the side-by-side peer run on the same server in the same run
+	PeerDir     string // the peer's module (default: bench/peer/river above the working directory or the executable)
 
 	// Binary is the chronos executable child processes run (`serve`);
 	// the command passes os.Executable. A go test binary cannot serve.
@@ -103,6 +105,9 @@ func (c Config) Validate() error {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("--%s %d: must not be negative (0 means the default)", flag, v))
 		}
+	}
+	if c.Peer != "" && c.Peer != PeerRiver {
+		errs = append(errs, fmt.Errorf("--peer %q: the only peer is %q", c.Peer, PeerRiver))
 	}
 	dur := func(flag string, v, least time.Duration) {
 		switch {

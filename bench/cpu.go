@@ -90,22 +90,29 @@ func (m *cpuMeter) sample() (cpuSample, error) {
 
 // report adds CPU per unit (a run, a job) between two samples, in µs.
 func (m *cpuMeter) report(res *result, before, after cpuSample, n int, unit string) {
+	m.reportAs(res, "", before, after, n, unit)
+}
+
+// reportAs is report with each figure's name prefixed ("batch.").
+func (m *cpuMeter) reportAs(res *result, prefix string, before, after cpuSample, n int, unit string) {
 	per := func(d time.Duration) float64 {
 		if n <= 0 {
 			return nan
 		}
 		return float64(d) / float64(time.Microsecond) / float64(n)
 	}
-	res.metric("chronos_cpu_per_"+unit, per(after.chronos-before.chronos), "µs")
+	res.metric(prefix+"chronos_cpu_per_"+unit, per(after.chronos-before.chronos), "µs")
 	if !m.e.inProcess() {
-		res.metric("bench_cpu_per_"+unit, per(after.self-before.self), "µs")
-	} else {
+		res.metric(prefix+"bench_cpu_per_"+unit, per(after.self-before.self), "µs")
+	} else if prefix == "" {
 		res.note("chronos_cpu_per_%s is the whole bench process (in-process instances, target, load): --procs measures the instances alone", unit)
 	}
 	if m.postmaster == 0 {
-		res.metric("postgres_cpu_per_"+unit, nan, "µs")
-		res.note("postgres_cpu_per_%s n/a: %s", unit, m.why)
+		res.metric(prefix+"postgres_cpu_per_"+unit, nan, "µs")
+		if prefix == "" {
+			res.note("postgres_cpu_per_%s n/a: %s", unit, m.why)
+		}
 		return
 	}
-	res.metric("postgres_cpu_per_"+unit, per(after.postgres-before.postgres), "µs")
+	res.metric(prefix+"postgres_cpu_per_"+unit, per(after.postgres-before.postgres), "µs")
 }

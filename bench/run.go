@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -72,10 +73,17 @@ func Resolve(names []string) ([]string, error) {
 // runner carries what every scenario needs.
 type runner struct {
 	cfg Config
+
+	peerBin string // the River peer, once built (peer.go)
+	peerTmp string // its temporary directory, removed by Run
+
+	progressMu sync.Mutex // progress lines come from concurrent clients
 }
 
 // progress prints a progress line on Stderr (tables and JSON go to Stdout).
 func (b *runner) progress(format string, args ...any) {
+	b.progressMu.Lock()
+	defer b.progressMu.Unlock()
 	fmt.Fprintf(b.cfg.Stderr, "bench: "+format+"\n", args...)
 }
 
@@ -93,6 +101,11 @@ func Run(ctx context.Context, cfg Config, names []string) error {
 	}
 	cfg = cfg.withDefaults()
 	b := &runner{cfg: cfg}
+	defer func() {
+		if b.peerTmp != "" {
+			os.RemoveAll(b.peerTmp)
+		}
+	}()
 
 	if cfg.CPUProfile != "" {
 		pf, err := os.Create(cfg.CPUProfile)

@@ -3,8 +3,12 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -228,31 +232,36 @@ type ApplyResult struct {
 
 // Apply carries out a plan, Parallel writes at a time (at least 1). Every
 // step is tried; the error joins each that failed, naming its job.
+//
+// Creates go in batches of up to MaxJobBatch jobs (POST /v1/jobs/batch),
+// each all or nothing; against a server without the batch route they go
+// one by one.
 func (c *Client) Apply(ctx context.Context, p *Plan, parallel int) (ApplyResult, error) {
 	res := ApplyResult{Unchanged: p.Unchanged}
 	counts := make([]Action, len(p.Steps))
 	wp := pool.New().WithContext(ctx).WithMaxGoroutines(max(parallel, 1))
+	var creates []int // indexes of the create steps
 	for i, st := range p.Steps {
+		if st.Action == ActionCreate {
+			creates = append(creates, i)
+			continue
+		}
 		wp.Go(func(ctx context.Context) error {
-			var err error
-			switch st.Action {
-			case ActionCreate:
-				body, _ := json.Marshal(st.spec.Fields)
-				_, err = c.CreateJobJSON(ctx, body)
-			case ActionUpdate:
-				patch := map[string]json.RawMessage{}
-				for _, ch := range st.Changes {
-					patch[ch.Field] = ch.To
-				}
-				body, _ := json.Marshal(patch)
-				_, err = c.UpdateJobJSON(ctx, st.ID, body)
-			case ActionDelete:
-				err = c.DeleteJob(ctx, st.ID)
-			}
-			if err != nil {
-				return fmt.Errorf("%s %s: %w", st.Action, st.Name, err)
+			if err := c.applyStep(ctx, st); err != nil {
+				return err
 			}
 			counts[i] = st.Action
+			return nil
+		})
+	}
+	for _, batch := range createBatches(p.Steps, creates) {
+		wp.Go(func(ctx context.Context) error {
+			if err := c.createBatch(ctx, p.Steps, batch); err != nil {
+				return err
+			}
+			for _, i := range batch {
+				counts[i] = ActionCreate
+			}
 			return nil
 		})
 	}
@@ -268,6 +277,98 @@ func (c *Client) Apply(ctx context.Context, p *Plan, parallel int) (ApplyResult,
 		}
 	}
 	return res, err
+}
+
+// applyStep carries out one step alone.
+func (c *Client) applyStep(ctx context.Context, st Step) error {
+	var err error
+	switch st.Action {
+	case ActionCreate:
+		body, _ := json.Marshal(st.spec.Fields)
+		_, err = c.CreateJobJSON(ctx, body)
+	case ActionUpdate:
+		patch := map[string]json.RawMessage{}
+		for _, ch := range st.Changes {
+			patch[ch.Field] = ch.To
+		}
+		body, _ := json.Marshal(patch)
+		_, err = c.UpdateJobJSON(ctx, st.ID, body)
+	case ActionDelete:
+		err = c.DeleteJob(ctx, st.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", st.Action, st.Name, err)
+	}
+	return nil
+}
+
+// batchBodyBytes bounds the body of one batch of creates, below the
+// server's default limit for the batch route (16 MiB).
+const batchBodyBytes = 8 << 20
+
+// createBatches splits the create steps into batches of at most
+// MaxJobBatch jobs and about batchBodyBytes.
+func createBatches(steps []Step, creates []int) [][]int {
+	var (
+		out   [][]int
+		cur   []int
+		bytes int
+	)
+	for _, i := range creates {
+		n := 0
+		for k, v := range steps[i].spec.Fields {
+			n += len(k) + len(v) + 4
+		}
+		if len(cur) > 0 && (len(cur) == MaxJobBatch || bytes+n > batchBodyBytes) {
+			out, cur, bytes = append(out, cur), nil, 0
+		}
+		cur, bytes = append(cur, i), bytes+n
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// createBatch creates the jobs of steps[batch] in one request; an older
+// server without the batch route gets them one by one.
+func (c *Client) createBatch(ctx context.Context, steps []Step, batch []int) error {
+	bodies := make([]json.RawMessage, len(batch))
+	for k, i := range batch {
+		bodies[k], _ = json.Marshal(steps[i].spec.Fields)
+	}
+	_, err := c.CreateJobsJSON(ctx, bodies)
+	var e *Error
+	if errors.As(err, &e) && (e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed) {
+		var errs []error
+		for _, i := range batch {
+			errs = append(errs, c.applyStep(ctx, steps[i]))
+		}
+		return errors.Join(errs...)
+	}
+	if err == nil {
+		return nil
+	}
+	// Name each failing job, as a create of its own would have.
+	if errors.As(err, &e) && e.API != nil && len(e.API.Fields) > 0 {
+		var errs []error
+		fields := slices.Sorted(maps.Keys(e.API.Fields))
+		for _, f := range fields {
+			var k int
+			rest := ""
+			if n, _ := fmt.Sscanf(f, "jobs[%d]", &k); n == 1 && k >= 0 && k < len(batch) {
+				rest = strings.TrimPrefix(strings.TrimPrefix(f, fmt.Sprintf("jobs[%d]", k)), ".")
+				if rest == "" {
+					rest = "job"
+				}
+				errs = append(errs, fmt.Errorf("%s %s: %s: %s", ActionCreate, steps[batch[k]].Name, rest, e.API.Fields[f]))
+				continue
+			}
+			errs = append(errs, fmt.Errorf("%s: %s: %s", ActionCreate, f, e.API.Fields[f]))
+		}
+		return fmt.Errorf("%w (the batch of %d jobs was not created)", errors.Join(errs...), len(batch))
+	}
+	return fmt.Errorf("%s %d jobs (%s ...): %w", ActionCreate, len(batch), steps[batch[0]].Name, err)
 }
 
 // String renders a plan as a diff, one line per step and field.

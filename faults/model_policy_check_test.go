@@ -18,17 +18,17 @@ const (
 	// modelCheckEditKeepsJittered: an edit (PATCH of exclude, starts_at,
 	// ends_at, ...) never drops an occurrence whose instant has passed but
 	// whose jittered fire time has not, when the new plan still has it.
-	// TODO(issue 22 item 4, branch schedules): switch on after merging.
-	modelCheckEditKeepsJittered = false
+	// On since issue 22 item 4 was fixed.
+	modelCheckEditKeepsJittered = true
 	// modelCheckOldPlanNotStarted: once the API has answered a pause or an
 	// edit, no run of the old plan starts, including a run the claim took
-	// up to 20 ms ahead. TODO(issue 22 item 3, branch claim): switch on
-	// after merging.
-	modelCheckOldPlanNotStarted = false
+	// up to 20 ms ahead. On since the fix
+	// (issue 22 item 3, fixed).
+	modelCheckOldPlanNotStarted = true
 	// modelCheckMisfireAllOrder: misfire "all" delivers the missed
 	// occurrences of a gap in order, each flagged X-Chronos-Catch-Up.
-	// TODO(issue 22 item 5, branch schedules): switch on after merging.
-	modelCheckMisfireAllOrder = false
+	// On since issue 22 item 5 was fixed.
+	modelCheckMisfireAllOrder = true
 )
 
 // gated records a violation of an invariant behind a gate: failed when

@@ -50,6 +50,9 @@ const statusClientClosed = 499
 // a bug: logged with the request id, answered "internal error" without
 // detail.
 func (s *Server) fail(c *gin.Context, err error) {
+	if replayTaken(c, err) {
+		return // a concurrent request with the same Idempotency-Key wrote first
+	}
 	var e *chronos.Error
 	if errors.As(err, &e) && statusOf(e.Code) != nethttp.StatusInternalServerError {
 		writeEnvelope(c, statusOf(e.Code), e)

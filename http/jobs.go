@@ -57,17 +57,32 @@ func (s *Server) createJob(c *gin.Context) {
 		secret = chronos.NewSigningSecret()
 		j.SigningSecrets = []chronos.SigningSecret{{Secret: secret, CreatedAt: time.Now().UTC()}}
 	}
+	// Under an Idempotency-Key, CreateJob stores this answer with the job.
+	answer := func() (sql.IdempotentResponse, error) { return createdAnswer(j, secret) }
+	setAnswer(c, func(...any) (sql.IdempotentResponse, error) { return answer() })
 	if err := s.db.CreateJob(c.Request.Context(), j); err != nil {
 		s.fail(c, err)
 		return
 	}
-	c.Header("Location", "/v1/jobs/"+itoa64(j.ID))
-	if secret != "" {
-		c.Header("Cache-Control", "no-store")
-		s.reply(c, nethttp.StatusCreated, jobWithSecret{jobUTC(j), secret})
+	a, err := answer()
+	if err != nil {
+		s.fail(c, err)
 		return
 	}
-	s.reply(c, nethttp.StatusCreated, jobUTC(j))
+	if secret != "" {
+		c.Header("Cache-Control", "no-store")
+	}
+	writeAnswer(c, a)
+}
+
+// createdAnswer is the 201 of a created job, with its generated signing
+// secret if one was asked for (shown this once).
+func createdAnswer(j *chronos.Job, secret string) (sql.IdempotentResponse, error) {
+	loc := "/v1/jobs/" + itoa64(j.ID)
+	if secret != "" {
+		return jsonAnswer(nethttp.StatusCreated, jobWithSecret{jobUTC(j), secret}, loc)
+	}
+	return jsonAnswer(nethttp.StatusCreated, jobUTC(j), loc)
 }
 
 // listJobs is GET /v1/jobs.

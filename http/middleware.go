@@ -114,12 +114,16 @@ func (s *Server) logRequests(c *gin.Context) {
 // Content-Length over the cap is refused before reading; a body that grows
 // past it while streaming fails in decodeJSON (413 too).
 func (s *Server) limitBody(c *gin.Context) {
-	if c.Request.ContentLength > s.cfg.MaxBodyBytes {
-		s.fail(c, tooLarge(s.cfg.MaxBodyBytes))
+	limit := s.cfg.MaxBodyBytes
+	if c.Request.URL.Path == jobBatchPath {
+		limit *= batchBodyFactor // up to sql.MaxJobBatch jobs
+	}
+	if c.Request.ContentLength > limit {
+		s.fail(c, tooLarge(limit))
 		return
 	}
 	if c.Request.Body != nil {
-		c.Request.Body = nethttp.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.MaxBodyBytes)
+		c.Request.Body = nethttp.MaxBytesReader(c.Writer, c.Request.Body, limit)
 	}
 	c.Next()
 }

@@ -39,6 +39,7 @@ func (s *Server) routes() *gin.Engine {
 
 	v1 := e.Group("/v1", s.authenticate)
 	v1.POST("/jobs", s.idempotent, s.createJob)
+	v1.POST("/jobs/batch", s.idempotent, s.createJobs)
 	v1.GET("/jobs", s.listJobs)
 	v1.POST("/jobs/pause", s.pauseJobs)
 	v1.POST("/jobs/resume", s.resumeJobs)

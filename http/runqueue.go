@@ -117,15 +117,30 @@ func (s *Server) redriveRuns(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	setAnswer(c, func(v ...any) (sql.IdempotentResponse, error) {
+		return redriveAnswer(v[0].([]*chronos.Run), v[1].(bool))
+	})
 	runs, more, err := s.db.RedriveAll(c.Request.Context(), rq)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	out := redriveResult{Runs: make([]*chronos.Run, 0, len(runs)), Count: len(runs), More: more}
 	for _, r := range runs {
 		s.announce(r)
+	}
+	a, err := redriveAnswer(runs, more)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	writeAnswer(c, a)
+}
+
+// redriveAnswer is the 202 of POST /v1/runs/redrive.
+func redriveAnswer(runs []*chronos.Run, more bool) (sql.IdempotentResponse, error) {
+	out := redriveResult{Runs: make([]*chronos.Run, 0, len(runs)), Count: len(runs), More: more}
+	for _, r := range runs {
 		out.Runs = append(out.Runs, runUTC(r))
 	}
-	c.JSON(nethttp.StatusAccepted, out)
+	return jsonAnswer(nethttp.StatusAccepted, out, "")
 }

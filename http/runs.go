@@ -39,13 +39,19 @@ func (s *Server) triggerJob(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	setAnswer(c, func(v ...any) (sql.IdempotentResponse, error) { return runAnswer(v[0].(*chronos.Run)) })
 	r, err := s.db.Trigger(c.Request.Context(), id)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	s.announce(r)
-	s.reply(c, nethttp.StatusAccepted, runUTC(r))
+	a, err := runAnswer(r)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	writeAnswer(c, a)
 }
 
 // redriveRun is POST /v1/runs/{id}/redrive: a dead run becomes a new
@@ -60,13 +66,24 @@ func (s *Server) redriveRun(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	setAnswer(c, func(v ...any) (sql.IdempotentResponse, error) { return runAnswer(v[0].(*chronos.Run)) })
 	r, err := s.db.Redrive(c.Request.Context(), id)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	s.announce(r)
-	s.reply(c, nethttp.StatusAccepted, runUTC(r))
+	a, err := runAnswer(r)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	writeAnswer(c, a)
+}
+
+// runAnswer is the 202 of a run created by a trigger or a redrive.
+func runAnswer(r *chronos.Run) (sql.IdempotentResponse, error) {
+	return jsonAnswer(nethttp.StatusAccepted, runUTC(r), "")
 }
 
 // announce publishes a freshly committed pending run on the local bus.

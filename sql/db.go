@@ -16,6 +16,8 @@ import (
 // DB is the Chronos database: a pgx pool and the queries on it.
 type DB struct {
 	Pool *Pool
+
+	creates createBatcher // coalesces concurrent CreateJob calls
 }
 
 // Pool sizing when the DSN does not say (pool_max_conns,

@@ -27,3 +27,11 @@ func ExplainClaim(ctx context.Context, db *DB, n int) ([]string, error) {
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
+
+// CreateStats reports, for tests, how many coalesced create batches were
+// written and how many creates are queued for a writer.
+func CreateStats(db *DB) (batches int64, queued int) {
+	db.creates.mu.Lock()
+	defer db.creates.mu.Unlock()
+	return db.creates.batches, len(db.creates.queue)
+}

@@ -20,68 +20,39 @@ import (
 // that forgot gets a 400, never a constraint's 500. next_run_at is the
 // first occurrence after the database's clock; a disabled cron job has
 // none until it is resumed.
+//
+// Concurrent calls share one multi-row insert and one commit (see
+// creates.go); a taken name fails its own call only. A create under an
+// Idempotency-Key (WithIdempotency) is written alone, with its key.
 func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	j.ApplyDefaults()
 	if err := j.Validate(); err != nil {
 		return err
 	}
-	if j.RunAt != nil {
-		t := j.RunAt.UTC()
-		j.RunAt = &t
+	if idempotencyFrom(ctx) == nil {
+		// Concurrent creates share one insert and one commit (creates.go).
+		return db.createCoalesced(ctx, j)
 	}
-	// The first occurrence is the first after the database's clock, the
-	// one clock every scheduling decision uses.
-	now, err := db.now(ctx)
-	if err != nil {
-		return mapErr(err, "create job: read the clock")
-	}
-	// created_at is that clock too: "@every" intervals count from it.
-	j.CreatedAt = now.Truncate(time.Microsecond)
-	if err := j.ValidateSchedule(now); err != nil {
-		return err
-	}
-	next, err := j.NextRun(now)
-	if err != nil {
-		if chronos.ErrorCode(err) == chronos.EINVALID {
-			return err // names the field: cron_expr, timezone, exclude
+	// A create under an Idempotency-Key is written alone, in the
+	// transaction that stores its key and answer.
+	err := db.guarded(ctx, true, func(tx querier) ([]any, error) {
+		var now time.Time
+		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+			return nil, mapErr(err, "create job: read the clock")
 		}
-		return chronos.InvalidFields(map[string]string{"cron_expr": err.Error()})
-	}
-	if !j.Enabled && j.CronExpr != nil {
-		next = nil // a paused cron job has no next run; resuming starts from then
-	}
-	args := append(append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets)), policyArgs(j)...)
-	args = append(args, j.CreatedAt, j.Description, labelsArg(j), chronos.ActorFrom(ctx),
-		changesArg(chronos.JobChanges(nil, j)), j.OnDeadURL)
-	// The job, its schedule row and its first audit entry in one
-	// statement. next_run_at goes to the schedule row only (jobs'
-	// column is the old shape's, kept null): the insert trigger's row for
-	// the job then finds this one and keeps it.
-	err = db.Pool.QueryRow(ctx, `
-		WITH ins AS (
-		INSERT INTO jobs (name, cron_expr, run_at, timezone, target_url, method, headers, payload,
-		                  timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds,
-		                  overlap, enabled, secret_headers, signing_secrets, starts_at, ends_at, misfire,
-		                  starting_deadline_seconds, jitter_seconds, exclude, created_at, updated_at, description, labels,
-		                  on_dead_url)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $17, $18, $19, $20,
-		        $21, $22, $23, $24, $25, $25, $26, $27, $30)
-		RETURNING id, enabled, cron_expr, created_at, updated_at
-		), sched AS (
-			INSERT INTO job_schedules (job_id, enabled, cron, next_run_at)
-			SELECT id, enabled, cron_expr IS NOT NULL, $16::timestamptz FROM ins
-		), audit AS (
-			INSERT INTO job_audit (job_id, action, actor, changes) SELECT id, 'create', $28, $29::jsonb FROM ins
-		)
-		SELECT id, $16::timestamptz, created_at, updated_at FROM ins`,
-		args...,
-	).Scan(&j.ID, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt)
+		args, err := prepareJob(ctx, j, now.UTC())
+		if err != nil {
+			return nil, err
+		}
+		errs, err := insertJobs(ctx, tx, []preparedJob{{j: j, args: args}})
+		if err = firstErr(err, errs); err != nil {
+			return nil, err
+		}
+		return []any{j}, nil
+	})
 	if err != nil {
 		return mapErr(err, "create job")
 	}
-	utcPtr(&j.NextRunAt)
-	j.CreatedAt, j.UpdatedAt = j.CreatedAt.UTC(), j.UpdatedAt.UTC()
-	j.State = chronos.StateOf(j.Enabled, j.NextRunAt)
 	db.notifyCreated(ctx, j.ID)
 	return nil
 }

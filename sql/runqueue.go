@@ -137,7 +137,14 @@ func (db *DB) RedriveAll(ctx context.Context, q RunQuery) ([]*chronos.Run, bool,
 	}
 	args := []any{limit, chronos.ActorFrom(ctx)}
 	cond := q.where(&args)
-	rows, err := db.Pool.Query(ctx, `
+	var (
+		out    []*chronos.Run
+		picked int64
+	)
+	// Under an Idempotency-Key, the key and its answer (given the runs
+	// and whether more remain) are stored in this statement's transaction.
+	err := db.guarded(ctx, false, func(qr querier) ([]any, error) {
+		rows, err := qr.Query(ctx, `
 		WITH picked AS (
 			SELECT r.id, r.job_id, r.scheduled_at FROM job_runs r
 			 WHERE `+cond+`
@@ -156,22 +163,23 @@ func (db *DB) RedriveAll(ctx context.Context, q RunQuery) ([]*chronos.Run, bool,
 			SELECT job_id, 'redrive', $2, id FROM ins
 		)
 		SELECT `+runColumns+`, (SELECT count(*) FROM picked) FROM ins ORDER BY redrive_of`, args...)
-	if err != nil {
-		return nil, false, mapErr(err, "redrive runs")
-	}
-	var (
-		out    []*chronos.Run
-		picked int64
-	)
-	for rows.Next() {
-		var r chronos.Run
-		if err := rows.Scan(append(runDest(&r), &picked)...); err != nil {
-			rows.Close()
-			return nil, false, mapErr(err, "redrive runs")
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, normRun(&r))
-	}
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			var r chronos.Run
+			if err := rows.Scan(append(runDest(&r), &picked)...); err != nil {
+				return nil, err
+			}
+			out = append(out, normRun(&r))
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		return []any{out, picked > int64(limit)}, nil
+	})
+	if err != nil {
 		return nil, false, mapErr(err, "redrive runs")
 	}
 	return out, picked > int64(limit), nil

@@ -15,7 +15,12 @@ import (
 // A manual run ignores the overlap policy and the enabled flag: "run it
 // now" is an explicit request, also for a paused job.
 func (db *DB) Trigger(ctx context.Context, jobID int64) (*chronos.Run, error) {
-	r, err := scanRun(db.Pool.QueryRow(ctx, `
+	var r *chronos.Run
+	// Under an Idempotency-Key, the key and its answer (given r) are
+	// stored in the run's transaction.
+	err := db.guarded(ctx, false, func(q querier) ([]any, error) {
+		var err error
+		r, err = scanRun(q.QueryRow(ctx, `
 		WITH r AS (
 			INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
 			VALUES ($1, now(), 'manual', now())
@@ -24,6 +29,8 @@ func (db *DB) Trigger(ctx context.Context, jobID int64) (*chronos.Run, error) {
 			INSERT INTO job_audit (job_id, action, actor, run_id) SELECT job_id, 'trigger', $2, id FROM r
 		)
 		SELECT `+runColumns+` FROM r`, jobID, chronos.ActorFrom(ctx)))
+		return []any{r}, err
+	})
 	if err != nil {
 		if pgCode(err) == "23503" { // foreign_key_violation: no such job
 			return nil, jobNotFound(jobID)
@@ -142,6 +149,12 @@ func (db *DB) Redrive(ctx context.Context, runID int64) (*chronos.Run, error) {
 		return nil, fmt.Errorf("redrive run: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	// Under an Idempotency-Key, the key is taken first in this
+	// transaction and answered (given the new run) before its commit.
+	g := idempotencyFrom(ctx)
+	if err := takeIdempotencyKey(ctx, tx, g); err != nil {
+		return nil, err
+	}
 	var (
 		jobID       int64
 		status      chronos.RunStatus
@@ -177,8 +190,15 @@ func (db *DB) Redrive(ctx context.Context, runID int64) (*chronos.Run, error) {
 	if err := recordAudit(ctx, tx, jobID, chronos.AuditRedrive, &r.ID, nil); err != nil {
 		return nil, err
 	}
+	answer, err := answerIdempotencyKey(ctx, tx, g, r)
+	if err != nil {
+		return nil, err
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, mapErr(err, "redrive run")
+	}
+	if g != nil {
+		g.stored = answer
 	}
 	return r, nil
 }

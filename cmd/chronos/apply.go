@@ -30,7 +30,8 @@ whole apply, naming the file, the job and the field. A field the file
 leaves out is set to its default, except enabled, which apply changes only
 when the file sets it (a job paused by hand stays paused). Secret header
 values are write-only: a change to one alone is not seen. A second apply of
-the same files reports no changes and writes nothing.
+the same files reports no changes and writes nothing. New jobs are created
+in batches of up to 1,000 (POST /v1/jobs/batch), each all or nothing.
 
 --prune deletes the jobs with the labels of --selector that the files no
 longer list; it needs --selector. A prune from an empty set (no job of the

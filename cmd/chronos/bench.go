@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/chronoshq/chronos/bench"
@@ -126,7 +127,9 @@ func benchFlags(fs *flagSet, c *bench.Config) {
 	fs.IntVar(&c.Triggers, "triggers", 0, sizeHelp("latency: triggers per phase", full.Triggers, quick.Triggers))
 	fs.IntVar(&c.Rate, "rate", 0, sizeHelp("latency: triggers per second in the under-load phase", full.Rate, quick.Rate))
 	fs.IntVar(&c.LoadRate, "load-rate", 0, sizeHelp("latency: background runs per second in the under-load phase", full.LoadRate, quick.LoadRate))
-	fs.IntVar(&c.Jobs, "jobs", 0, sizeHelp("schedule: jobs firing every second", full.Jobs, quick.Jobs))
+	fs.IntVar(&c.Jobs, "jobs", 0, sizeHelp("schedule: jobs firing every second; scale: jobs defined, unless --scale-jobs is given", full.Jobs, quick.Jobs))
+	fs.StringVar(&c.Peer, "peer", "", "burst: also run this peer's burn-down of as many jobs on the same server in the same run, and print the ratio (river)")
+	fs.StringVar(&c.PeerDir, "peer-dir", "", "the peer's Go module (default: bench/peer/river above the working directory or this executable)")
 	fs.DurationVar(&c.Duration, "duration", 0, sizeHelp("schedule: how long to watch them", full.Duration, quick.Duration))
 	fs.DurationVar(&c.Idle, "idle", 0, sizeHelp("idle: how long to watch the idle instance", full.Idle, quick.Idle))
 	fs.IntVar(&c.ScaleJobs, "scale-jobs", 0, sizeHelp("scale: jobs defined", full.ScaleJobs, quick.ScaleJobs))
@@ -147,6 +150,9 @@ func runBench(ctx context.Context, args []string, env *environ) error {
 	names, err := parseBenchArgs(fs, args)
 	if err != nil {
 		return err
+	}
+	if cfg.ScaleJobs == 0 && cfg.Jobs > 0 && slices.Contains(names, "scale") {
+		cfg.ScaleJobs = cfg.Jobs // `bench scale --jobs N`
 	}
 	if err := cfg.Validate(); err != nil {
 		return usagef("bench: %v (see `chronos bench --help`)", strings.ReplaceAll(err.Error(), "\n", "; "))

@@ -1,0 +1,162 @@
+package http
+
+import (
+	"encoding/json"
+	nethttp "net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
+)
+
+// batchBodyFactor is how many times Config.MaxBodyBytes a POST
+// /v1/jobs/batch body may be: it carries up to sql.MaxJobBatch jobs.
+const batchBodyFactor = 16
+
+// jobBatchPath is the route of the batch create (limitBody allows it a
+// larger body).
+const jobBatchPath = "/v1/jobs/batch"
+
+// jobBatchBody is the body of POST /v1/jobs/batch: each job as POST
+// /v1/jobs takes it.
+type jobBatchBody struct {
+	Jobs []json.RawMessage `json:"jobs"`
+}
+
+// createJobs is POST /v1/jobs/batch: up to sql.MaxJobBatch jobs created
+// all or nothing, in one transaction. A refusal names each failing job's
+// field as "jobs[i].field" (400, or 409 when the only failures are taken
+// names); nothing is created then. The answer lists the created jobs in
+// the order given.
+func (s *Server) createJobs(c *gin.Context) {
+	if _, err := parseQuery(c); err != nil {
+		s.fail(c, err)
+		return
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if len(trimSpace(body)) == 0 {
+		s.fail(c, invalid("body", `a JSON object {"jobs": [...]} is required`))
+		return
+	}
+	var b jobBatchBody
+	if _, err := decodeObject(body, &b); err != nil {
+		s.fail(c, err)
+		return
+	}
+	switch {
+	case len(b.Jobs) == 0:
+		s.fail(c, invalid("jobs", "at least one job is required"))
+		return
+	case len(b.Jobs) > sql.MaxJobBatch:
+		s.fail(c, invalid("jobs", "at most "+strconv.Itoa(sql.MaxJobBatch)+" jobs per batch"))
+		return
+	}
+	jobs := make([]*chronos.Job, len(b.Jobs))
+	secrets := make([]string, len(b.Jobs))
+	bad := map[string]string{}
+	for i, raw := range b.Jobs {
+		j, secret, err := s.batchJob(raw)
+		if err != nil {
+			prefixFields(bad, i, err)
+			continue
+		}
+		jobs[i], secrets[i] = j, secret
+	}
+	if len(bad) > 0 {
+		s.fail(c, chronos.InvalidFields(bad))
+		return
+	}
+	// Under an Idempotency-Key, CreateJobs stores this answer with the jobs.
+	answer := func() (sql.IdempotentResponse, error) { return batchAnswer(jobs, secrets) }
+	setAnswer(c, func(...any) (sql.IdempotentResponse, error) { return answer() })
+	if err := s.db.CreateJobs(c.Request.Context(), jobs); err != nil {
+		s.fail(c, err)
+		return
+	}
+	a, err := answer()
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	for _, secret := range secrets {
+		if secret != "" {
+			c.Header("Cache-Control", "no-store")
+			break
+		}
+	}
+	writeAnswer(c, a)
+}
+
+// batchJob builds one job of a batch as createJob does, with its
+// generated signing secret if it asked for one.
+func (s *Server) batchJob(raw json.RawMessage) (*chronos.Job, string, error) {
+	if t := string(trimSpace(raw)); t == "" || t == "null" {
+		return nil, "", invalid("body", "a JSON object describing the job is required")
+	}
+	var u chronos.JobUpdate
+	if _, err := decodeObject(raw, &u); err != nil {
+		return nil, "", err
+	}
+	j, err := newJob(&u)
+	if err == nil {
+		err = s.checkTarget(j.TargetURL)
+	}
+	if err == nil && j.OnDeadURL != nil {
+		err = s.checkURL("on_dead_url", *j.OnDeadURL)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	secret := ""
+	if u.GenerateSigningSecret.Value {
+		secret = chronos.NewSigningSecret()
+		j.SigningSecrets = []chronos.SigningSecret{{Secret: secret, CreatedAt: time.Now().UTC()}}
+	}
+	return j, secret, nil
+}
+
+// prefixFields adds job i's error to bad, its fields named
+// "jobs[i].field" (a complaint about the item as a whole is "jobs[i]").
+func prefixFields(bad map[string]string, i int, err error) {
+	prefix := "jobs[" + strconv.Itoa(i) + "]"
+	e, ok := err.(*chronos.Error)
+	if !ok {
+		bad[prefix] = err.Error()
+		return
+	}
+	if len(e.Fields) == 0 {
+		bad[prefix] = e.Message
+	}
+	for f, msg := range e.Fields {
+		if f == "body" {
+			bad[prefix] = msg
+			continue
+		}
+		bad[prefix+"."+f] = msg
+	}
+}
+
+// jobBatchResult is the body of a created batch.
+type jobBatchResult struct {
+	Jobs []any `json:"jobs"` // each a job, with signing_secret when one was generated
+}
+
+// batchAnswer is the 201 of a created batch.
+func batchAnswer(jobs []*chronos.Job, secrets []string) (sql.IdempotentResponse, error) {
+	out := jobBatchResult{Jobs: make([]any, len(jobs))}
+	for i, j := range jobs {
+		if secrets[i] != "" {
+			out.Jobs[i] = jobWithSecret{jobUTC(j), secrets[i]}
+		} else {
+			out.Jobs[i] = jobUTC(j)
+		}
+	}
+	return jsonAnswer(nethttp.StatusCreated, out, "")
+}
