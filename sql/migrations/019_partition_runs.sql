@@ -111,7 +111,11 @@ BEGIN
     ELSE
         b := date_trunc('hour', greatest(now(), (SELECT max(scheduled_at) FROM job_runs))) + interval '2 hours';
     END IF;
-    EXECUTE 'SELECT last_value FROM ' || pg_get_serial_sequence('job_runs', 'id') INTO last;
+    -- The last id handed out: a sequence never called (a new
+    -- installation) reports its start as last_value, unused, so a new
+    -- installation's first run is still run 1.
+    EXECUTE 'SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM '
+            || pg_get_serial_sequence('job_runs', 'id') INTO last;
     INSERT INTO chronos_partitioning_migration (runs_bound, attempts_bound)
     VALUES (b, last + CASE WHEN empty THEN 1 ELSE 10000000 END);
 END
