@@ -2,6 +2,8 @@ package sql_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,5 +110,78 @@ func waitForLockWaiter(t *testing.T, db *sql.DB, done <-chan error) {
 			t.Fatal("no session waits for a lock")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A queue_one job firing every second, claimed and completed by a worker
+// and materialized by a leader without pause, while the API edits its
+// window and finally deletes it: no party gets an error (a deadlock was a
+// 500 for the API, or a failed claim or completion for the worker).
+func TestAPIWritesRaceClaimsAndMaterializer(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := cronJob("* * * * * *")
+	j.Overlap = chronos.OverlapQueueOne
+	mustCreate(t, db, j)
+	stop := make(chan struct{})
+	errs := make(chan error, 3)
+	loop := func(what string, f func() error) {
+		for {
+			select {
+			case <-stop:
+				errs <- nil
+				return
+			default:
+			}
+			if err := f(); err != nil {
+				errs <- fmt.Errorf("%s: %w", what, err)
+				return
+			}
+		}
+	}
+	go loop("materialize", func() error {
+		_, err := db.Materialize(ctx, time.Time{}, 5*time.Second, 10)
+		return err
+	})
+	go loop("claim and complete", func() error {
+		c, err := db.ClaimAhead(ctx, "w", 5, time.Minute, 2*time.Second)
+		if err != nil {
+			return err
+		}
+		outs := make([]sql.Outcome, 0, len(c))
+		for _, r := range c {
+			now := time.Now()
+			outs = append(outs, sql.Outcome{Lease: r.Lease(), Success: true, StatusCode: 200, StartedAt: now, FinishedAt: now})
+		}
+		_, err = db.Complete(ctx, outs)
+		return err
+	})
+	deadline := time.Now().Add(3 * time.Second)
+	go loop("patch", func() error {
+		u := &chronos.JobUpdate{StartsAt: chronos.Opt[time.Time]{Set: true, Null: true}, EndsAt: chronos.Opt[time.Time]{Set: true, Null: true}}
+		if time.Now().UnixMilli()%2 == 0 {
+			u = &chronos.JobUpdate{StartsAt: chronos.Some(time.Now().Add(-time.Hour).UTC())}
+		}
+		_, err := db.UpdateJob(ctx, j.ID, u)
+		return err
+	})
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-errs:
+			close(stop)
+			t.Fatal(err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	delErr := db.DeleteJob(ctx, j.ID)
+	close(stop)
+	for range 3 {
+		if err := <-errs; err != nil && !(strings.HasPrefix(err.Error(), "patch:") && chronos.ErrorCode(err) == chronos.ENOTFOUND) {
+			t.Error(err)
+		}
+	}
+	if delErr != nil {
+		t.Fatalf("delete: %v", delErr)
 	}
 }
