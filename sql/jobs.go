@@ -163,7 +163,15 @@ func (db *DB) Jobs(ctx context.Context, f JobFilter) ([]*chronos.Job, string, er
 //     run_at is a new occurrence. A one-shot paused past its run_at fires
 //     once when resumed. The stored next_run_at of a paused one-shot is
 //     kept for that, and shown as null like every paused job's.
+//
+// A deadlock or serialization failure (which the lock order below should
+// make impossible) is retried (see retryTx), never answered as a 500.
 func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*chronos.Job, error) {
+	return retryTx(ctx, func() (*chronos.Job, error) { return db.updateJob(ctx, id, u) })
+}
+
+// updateJob is one attempt of UpdateJob.
+func (db *DB) updateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*chronos.Job, error) {
 	tx, err := db.Pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("update job: %w", err)
@@ -175,11 +183,16 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		rawNext *time.Time // next_run_at as stored (a paused job shows null)
 		now     time.Time
 	)
-	// The job's row, then its schedule row, locked in that order (as a
-	// delete takes them); the materializer, which skips locked rows,
+	// The job's row, then its schedule row, then (dropRunsAhead,
+	// reoverlap) its runs, locked in that order, as a delete takes them
+	// (see lockJobForWrite); the materializer, which skips locked rows,
 	// holds the schedule row while it plans the job, so this waits for it
-	// and then sees the runs it created.
-	err = tx.QueryRow(ctx, "SELECT "+jobColumns+", now() FROM jobs WHERE id = $1 FOR UPDATE", id).
+	// and then sees the runs it created. The job's row is locked FOR NO
+	// KEY UPDATE, not FOR UPDATE: a claim or a completion holds a run of
+	// the job and then takes FOR KEY SHARE on the job's row (the foreign
+	// key of the overlap lock row it inserts); FOR UPDATE conflicts with
+	// that, and waiting for that run here while holding it was a deadlock.
+	err = tx.QueryRow(ctx, "SELECT "+jobColumns+", now() FROM jobs WHERE id = $1 FOR NO KEY UPDATE", id).
 		Scan(append(s.dest(), &now)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, jobNotFound(id)
@@ -230,6 +243,12 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		}
 	}
 
+	// Before the UPDATE of jobs, which takes FOR UPDATE on the job's row
+	// when it renames the job (a unique key): no run is locked after it.
+	if err := reoverlap(ctx, tx, id, old.Overlap, j.Overlap); err != nil {
+		return nil, err
+	}
+
 	args := append(append(append([]any{id}, jobArgs(j, next)...), secretHeadersArg(j)), policyArgs(j)...)
 	args = append(args, j.Description, labelsArg(j), j.OnDeadURL)
 	// The schedule row in a CTE of the same statement: RETURNING does not
@@ -255,9 +274,6 @@ func (db *DB) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 	}
 	stored.j.NextRunAt = next
 	after := stored.job()
-	if err := reoverlap(ctx, tx, id, old.Overlap, after.Overlap); err != nil {
-		return nil, err
-	}
 	if changes := chronos.JobChanges(&old, after); len(changes) > 0 {
 		if err := recordAudit(ctx, tx, id, auditAction(changes), nil, changes); err != nil {
 			return nil, err
@@ -414,13 +430,44 @@ func (db *DB) now(ctx context.Context) (time.Time, error) {
 }
 
 // DeleteJob deletes a job and its runs, and records it in the job's
-// audit history, which outlives it. ENOTFOUND.
+// audit history, which outlives it. ENOTFOUND. A deadlock or
+// serialization failure is retried (see retryTx).
 func (db *DB) DeleteJob(ctx context.Context, id int64) error {
+	_, err := retryTx(ctx, func() (struct{}, error) { return struct{}{}, db.deleteJob(ctx, id) })
+	return err
+}
+
+// deleteJob is one attempt of DeleteJob.
+//
+// The DELETE takes FOR UPDATE on the job's row and then (the cascade)
+// every run of the job. A claim or a completion holds a run and then
+// takes FOR KEY SHARE on the job's row (the foreign key of the overlap
+// lock row it inserts): a bare DELETE that waited for such a run while
+// holding the job's row deadlocked with it. So the rows are locked first
+// in the order every writer takes them: the job's row FOR NO KEY UPDATE
+// (which a claim's FOR KEY SHARE does not wait for; a PATCH does), its
+// schedule row (the materializer's), its runs (the claims' and
+// completions'), and only then is the job deleted.
+func (db *DB) deleteJob(ctx context.Context, id int64) error {
 	tx, err := db.Pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("delete job: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	var found bool
+	err = tx.QueryRow(ctx, "SELECT true FROM jobs WHERE id = $1 FOR NO KEY UPDATE", id).Scan(&found)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return jobNotFound(id)
+	}
+	if err != nil {
+		return mapErr(err, "delete job: lock the job")
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM job_schedules WHERE job_id = $1 FOR UPDATE", id); err != nil {
+		return mapErr(err, "delete job: lock its schedule")
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM job_runs WHERE job_id = $1 FOR UPDATE", id); err != nil {
+		return mapErr(err, "delete job: lock its runs")
+	}
 	j, err := scanJob(tx.QueryRow(ctx, "DELETE FROM jobs WHERE id = $1 RETURNING "+jobColumns, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return jobNotFound(id)
