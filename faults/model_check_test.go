@@ -298,7 +298,12 @@ func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
 				s.violate("run-off-schedule", "job %s: %s is no occurrence of the job's schedule around then (%s)", j.key, r, s.history(j))
 			}
 		}
-		if r.CatchUp && r.Created.Before(r.Sched.Add(-100*time.Millisecond)) {
+		// Under misfire "all", a run created ahead before a gap is
+		// flagged as a catch-up when the gap is found (issue 22 item 5:
+		// every missed occurrence is delivered flagged), so it may be
+		// older than its occurrence.
+		if r.CatchUp && r.Created.Before(r.Sched.Add(-100*time.Millisecond)) &&
+			!slices.ContainsFunc(j.near(r.Sched), func(st jobState) bool { return st.Misfire == "all" }) {
 			s.violate("catch-up-early", "job %s: catch-up %s was created %s before the occurrence it stands for was due",
 				j.key, r, r.Sched.Sub(r.Created).Round(time.Millisecond))
 		}

@@ -106,7 +106,8 @@
 // enabled cron job, those whose occurrence the new plan still contains
 // (a jittered run whose instant has passed but whose fire time has not
 // among them): an edit never loses an occurrence of the new plan, and the
-// schedule goes on after the last run it kept. With them go the runs
+// schedule goes on from the new plan's next occurrence (the unique key
+// skips the kept ones). With them go the runs
 // claimed ahead of their instant that no worker has started yet
 // (StartAhead fences the start against it). Manual triggers ignore enabled
 // and overlap: "run it now" is explicit. Redrive is refused (ECONFLICT)

@@ -223,10 +223,9 @@ func (db *DB) updateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 
 	var (
 		dropped []time.Time // scheduled_at of the deleted runs created ahead
-		kept    *time.Time  // the latest run created ahead that the new plan keeps
 	)
 	if c.schedule || c.pausing {
-		if dropped, kept, err = dropRunsAhead(ctx, tx, j, c); err != nil {
+		if dropped, _, err = dropRunsAhead(ctx, tx, j, c); err != nil {
 			return nil, err
 		}
 	}
@@ -234,14 +233,11 @@ func (db *DB) updateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 	if err != nil {
 		return nil, err
 	}
-	if kept != nil && next != nil && !next.After(*kept) {
-		// The kept runs stand for their occurrences: the schedule goes on
-		// after the last of them (the unique key would refuse a second
-		// run anyway).
-		if next, err = j.NextRun(*kept); err != nil {
-			return nil, mapErr(err, "update job: next occurrence")
-		}
-	}
+	// The runs kept stand for their occurrences, but the schedule does
+	// not jump past them: an occurrence of the new plan before the last
+	// kept run may have none (the old plan excluded it), and the
+	// materializer's unique key makes a second run of a kept occurrence a
+	// no-op.
 
 	// Before the UPDATE of jobs, which takes FOR UPDATE on the job's row
 	// when it renames the job (a unique key): no run is locked after it.
