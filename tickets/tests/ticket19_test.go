@@ -21,7 +21,7 @@ func TestTicket19ListenerReconnectResyncs(t *testing.T) {
 	dsn := sqltest.NewURL(t)
 	tg := rxNewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
 	b := rxStart(t, dsn, "t19", rxOptions{
-		Reactor: true, Listener: true, ReconnectDelay: 500 * time.Millisecond,
+		Reactor: true, Listener: true, ReconnectDelay: 3 * time.Second,
 		Config: reactor.Config{IdlePollInterval: time.Minute},
 	})
 	admin := reactortest.OpenDB(t, dsn, "t19-admin")
