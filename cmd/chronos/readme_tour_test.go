@@ -394,6 +394,9 @@ func TestReadmeTour(t *testing.T) {
 			dev.out.wait(t, "Ctrl-C stops everything", 10*time.Second)
 		case "sh tap":
 			tap = startGroup(t, work, env, "bash", "-c", ports.toReal(b.text))
+			// As a reader does: watch the tap connect before going on in
+			// the other terminal, or the first events may come before it.
+			tap.out.wait(t, "chronos tap: connected", 30*time.Second)
 		case "sh":
 			last = run(b, n)
 		case "text dev":
