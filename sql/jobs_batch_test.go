@@ -65,10 +65,17 @@ func TestCreatesCoalesce(t *testing.T) {
 	wg.Wait()
 	close(results)
 
-	ok := 0
+	ok, pairConflicts := 0, 0
 	for r := range results {
 		switch {
-		case r.j == &again || r.j == clash:
+		case r.j == clash:
+			if chronos.ErrorCode(r.err) != chronos.ECONFLICT {
+				t.Errorf("job %q: %v, want a conflict", r.j.Name, r.err)
+			}
+		case (r.j == &again || r.j == dup) && r.err != nil:
+			// The queue's order is the order the goroutines reached it:
+			// whichever of the two same-named creates came second loses.
+			pairConflicts++
 			if chronos.ErrorCode(r.err) != chronos.ECONFLICT {
 				t.Errorf("job %q: %v, want a conflict", r.j.Name, r.err)
 			}
@@ -81,6 +88,9 @@ func TestCreatesCoalesce(t *testing.T) {
 				t.Errorf("job %q as stored: %+v %v; as returned: %+v", r.j.Name, got, err, r.j)
 			}
 		}
+	}
+	if pairConflicts != 1 {
+		t.Errorf("%d of the two creates named %q failed, want exactly 1", pairConflicts, dup.Name)
 	}
 	if ok != 2+len(queued)-2 {
 		t.Errorf("%d creates succeeded, want %d", ok, len(queued))
