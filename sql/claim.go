@@ -194,7 +194,7 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 	if lease <= 0 {
 		return nil, fmt.Errorf("claim runs: lease duration %v is not positive", lease)
 	}
-	rows, err := db.Pool.Query(ctx, claimSQL, worker, n, micros(lease), max(0, micros(ahead)))
+	rows, err := db.Pool.QueryIndexWalk(ctx, claimSQL, worker, n, micros(lease), max(0, micros(ahead)))
 	if err != nil {
 		return nil, mapErr(err, "claim runs")
 	}
@@ -239,7 +239,7 @@ func (db *DB) StartAhead(ctx context.Context, l Lease) error {
 // Starting twice is harmless: the second finds the row and keeps it.
 func (db *DB) Start(ctx context.Context, l Lease) error {
 	var n int
-	err := db.Pool.QueryRow(ctx, `
+	err := db.Pool.QueryRowIndexWalk(ctx, `
 		WITH started AS (
 			UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
 			 WHERE `+fence+`

@@ -151,7 +151,7 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 		duration = append(duration, ms)
 		recorded = append(recorded, o.StartRecorded)
 	}
-	rows, err := db.Pool.Query(ctx, completeSQL, ids, workers, attempts, success, codes, errs, bodies,
+	rows, err := db.Pool.QueryIndexWalk(ctx, completeSQL, ids, workers, attempts, success, codes, errs, bodies,
 		retry, duration, recorded)
 	if err != nil {
 		return nil, mapErr(err, "complete runs")

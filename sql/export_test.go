@@ -35,3 +35,10 @@ func CreateStats(db *DB) (batches int64, queued int) {
 	defer db.creates.mu.Unlock()
 	return db.creates.batches, len(db.creates.queue)
 }
+
+// ClaimSQLForTest and CompleteSQLForTest let the external tests EXPLAIN
+// the delivery path's statements.
+var (
+	ClaimSQLForTest    = claimSQL
+	CompleteSQLForTest = completeSQL
+)
