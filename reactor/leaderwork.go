@@ -6,8 +6,9 @@ import (
 	"github.com/sourcegraph/conc"
 )
 
-// leaderWork is what this instance does while it leads: materialize, reap
-// and prune, each in its own loop. It returns when ctx ends (leadership
+// leaderWork is what this instance does while it leads: materialize, reap,
+// prune, count the queue and keep the planner's statistics fresh, each in
+// its own loop. It returns when ctx ends (leadership
 // lost or shutdown) and every loop has stopped, which is what lets the
 // Leader unlock only after the last leader write.
 func (r *Reactor) leaderWork(ctx context.Context) {
@@ -17,6 +18,7 @@ func (r *Reactor) leaderWork(ctx context.Context) {
 	wg.Go(func() { newReaper(r).run(ctx) })
 	wg.Go(func() { newPruner(r).run(ctx) })
 	wg.Go(func() { newQueueStats(r).run(ctx) })
+	wg.Go(func() { newPlanStats(r).run(ctx) })
 	wg.Wait()
 	r.log.Info("leader work stopped")
 }

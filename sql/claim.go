@@ -31,6 +31,9 @@ type Lease struct {
 	RunID   int64
 	Worker  string
 	Attempt int
+	// ScheduledAt is the run's partition key: with it a write of the run
+	// looks in one partition of job_runs, not in every one.
+	ScheduledAt time.Time
 }
 
 // Lease returns the lease a claimed run was handed out under.
@@ -39,13 +42,22 @@ func (c Claimed) Lease() Lease {
 	if c.Run.LeasedBy != nil {
 		w = *c.Run.LeasedBy
 	}
-	return Lease{RunID: c.Run.ID, Worker: w, Attempt: c.Run.AttemptCount}
+	return Lease{RunID: c.Run.ID, Worker: w, Attempt: c.Run.AttemptCount, ScheduledAt: c.Run.ScheduledAt}
 }
 
 // fence is the WHERE clause of every worker write: $1 run id, $2 worker,
-// $3 attempt. A reclaimed run has another (or no) leased_by, or a higher
-// attempt_count, so a stale worker's write matches no row.
-const fence = "id = $1 AND leased_by = $2 AND attempt_count = $3 AND status IN ('leased', 'running')"
+// $3 attempt, $4 the run's scheduled_at (see fenceArgs). A reclaimed run
+// has another (or no) leased_by, or a higher attempt_count, so a stale
+// worker's write matches no row. scheduled_at, which never changes, is
+// the partition key: with it the write is pruned to the run's partition
+// (without, it probed every partition's primary key, a dozen at a week's
+// retention).
+const fence = "id = $1 AND leased_by = $2 AND attempt_count = $3 AND scheduled_at = $4 AND status IN ('leased', 'running')"
+
+// fenceArgs are fence's arguments for l, followed by more.
+func fenceArgs(l Lease, more ...any) []any {
+	return append([]any{l.RunID, l.Worker, l.Attempt, l.ScheduledAt}, more...)
+}
 
 // claimSQL is one statement: pick, lease and count, then join the jobs.
 // SKIP LOCKED lets concurrent claimers take disjoint runs without waiting.
@@ -86,7 +98,7 @@ const fence = "id = $1 AND leased_by = $2 AND attempt_count = $3 AND status IN (
 // past than that deadline. The leader marks it missed (expiredSQL).
 var claimSQL = `
 	WITH picked AS (
-		SELECT r.id, r.job_id, r.available_at,
+		SELECT r.id, r.scheduled_at, r.job_id, r.available_at,
 		       (SELECT j.overlap <> 'allow' FROM jobs j WHERE j.id = r.job_id) AS exclusive
 		  FROM job_runs r
 		 WHERE r.status = 'pending' AND NOT r.held
@@ -110,7 +122,7 @@ var claimSQL = `
 		       leased_until = now() + $3::bigint * interval '1 microsecond',
 		       attempt_count = r.attempt_count + 1
 		  FROM picked
-		 WHERE r.id = picked.id
+		 WHERE r.id = picked.id AND r.scheduled_at = picked.scheduled_at
 		   AND (NOT picked.exclusive OR picked.id IN (SELECT run_id FROM locked))
 		RETURNING ` + qualified("r", claimRunColumns) + `
 	)
@@ -222,7 +234,7 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 func (db *DB) StartAhead(ctx context.Context, l Lease) error {
 	tag, err := db.Pool.Exec(ctx, `
 		UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
-		 WHERE `+fence, l.RunID, l.Worker, l.Attempt)
+		 WHERE `+fence, fenceArgs(l)...)
 	if err != nil {
 		return mapErr(err, "start run ahead")
 	}
@@ -249,7 +261,7 @@ func (db *DB) Start(ctx context.Context, l Lease) error {
 			SELECT id, attempt_count, leased_by, now() FROM started
 			ON CONFLICT (run_id, attempt) DO NOTHING
 		)
-		SELECT count(*) FROM started`, l.RunID, l.Worker, l.Attempt).Scan(&n)
+		SELECT count(*) FROM started`, fenceArgs(l)...).Scan(&n)
 	if err != nil {
 		return mapErr(err, "start run")
 	}
@@ -265,8 +277,8 @@ func (db *DB) Start(ctx context.Context, l Lease) error {
 // the worker's: renewing it is allowed, the fence is on identity, not time.
 func (db *DB) Renew(ctx context.Context, l Lease, d time.Duration) error {
 	tag, err := db.Pool.Exec(ctx, `
-		UPDATE job_runs SET leased_until = now() + $4::bigint * interval '1 microsecond'
-		 WHERE `+fence, l.RunID, l.Worker, l.Attempt, micros(d))
+		UPDATE job_runs SET leased_until = now() + $5::bigint * interval '1 microsecond'
+		 WHERE `+fence, fenceArgs(l, micros(d))...)
 	if err != nil {
 		return mapErr(err, "renew lease")
 	}
@@ -299,7 +311,7 @@ func (db *DB) Release(ctx context.Context, l Lease) error {
 			DELETE FROM run_attempts a USING freed
 			 WHERE a.run_id = freed.id AND a.attempt = $3
 		)
-		SELECT count(*) FROM freed`, l.RunID, l.Worker, l.Attempt).Scan(&n)
+		SELECT count(*) FROM freed`, fenceArgs(l)...).Scan(&n)
 	if err != nil {
 		return mapErr(err, "release run")
 	}

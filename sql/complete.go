@@ -65,8 +65,9 @@ var completeSQL = `
 	WITH o AS (
 		SELECT *, success AND attempt = 1 AND NOT start_recorded AS inline
 		  FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bool[], $5::int[], $6::text[],
-		              $7::text[], $8::bigint[], $9::bigint[], $10::bool[])
-		       AS o(run_id, worker, attempt, success, status_code, error, body, retry_us, duration_ms, start_recorded)
+		              $7::text[], $8::bigint[], $9::bigint[], $10::bool[], $11::timestamptz[])
+		       AS o(run_id, worker, attempt, success, status_code, error, body, retry_us, duration_ms, start_recorded,
+		            scheduled_at)
 	), freed AS (
 		UPDATE job_runs r
 		   SET status = CASE WHEN o.success THEN 'succeeded'
@@ -84,7 +85,8 @@ var completeSQL = `
 		       first_attempt_body = CASE WHEN o.inline THEN o.body END,
 		       first_attempt_ms = CASE WHEN o.inline THEN o.duration_ms END
 		  FROM o, jobs j
-		 WHERE r.id = o.run_id AND r.leased_by = o.worker AND r.attempt_count = o.attempt
+		 WHERE r.id = o.run_id AND r.scheduled_at = o.scheduled_at
+		   AND r.leased_by = o.worker AND r.attempt_count = o.attempt
 		   AND r.status IN ('leased', 'running') AND j.id = r.job_id
 		RETURNING r.id, r.status
 	), recorded AS (
@@ -127,6 +129,7 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 		retry    = make([]int64, 0, n)
 		duration = make([]*int64, 0, n)
 		recorded = make([]bool, 0, n)
+		sched    = make([]time.Time, 0, n)
 	)
 	index := make(map[int64]int, n) // run id -> position in outs
 	for i, o := range outs {
@@ -150,9 +153,10 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 		}
 		duration = append(duration, ms)
 		recorded = append(recorded, o.StartRecorded)
+		sched = append(sched, o.ScheduledAt)
 	}
 	rows, err := db.Pool.QueryIndexWalk(ctx, completeSQL, ids, workers, attempts, success, codes, errs, bodies,
-		retry, duration, recorded)
+		retry, duration, recorded, sched)
 	if err != nil {
 		return nil, mapErr(err, "complete runs")
 	}

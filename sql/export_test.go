@@ -42,3 +42,6 @@ var (
 	ClaimSQLForTest    = claimSQL
 	CompleteSQLForTest = completeSQL
 )
+
+// FenceForTest is the WHERE clause of a worker's write of its run.
+const FenceForTest = fence

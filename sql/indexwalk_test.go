@@ -1,6 +1,8 @@
 package sql_test
 
 import (
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,17 +72,118 @@ func TestDeliveryPathWalksIndexesOnStaleStatistics(t *testing.T) {
 	if strings.Contains(claim, "Bitmap") {
 		t.Errorf("the claim plans a bitmap scan of the due runs:\n%s", claim)
 	}
-	ids := []int64{1, 2, 3}
+	ids, now := []int64{1, 2, 3}, time.Now()
 	complete := explain(sql.CompleteSQLForTest, ids, []string{"w", "w", "w"}, []int32{1, 1, 1},
 		[]bool{true, true, true}, []*int32{nil, nil, nil}, []*string{nil, nil, nil}, []*string{nil, nil, nil},
-		[]int64{0, 0, 0}, []*int64{nil, nil, nil}, []bool{false, false, false})
+		[]int64{0, 0, 0}, []*int64{nil, nil, nil}, []bool{false, false, false}, []time.Time{now, now, now})
 	if strings.Contains(complete, "Bitmap") {
 		t.Errorf("the completion plans a bitmap scan:\n%s", complete)
+	}
+
+	// A worker's write of its run looks in the run's partition only (its
+	// lease carries the partition key), not in each of the dozen a week's
+	// retention keeps.
+	var run struct {
+		id int64
+		at time.Time
+	}
+	if err := db.Pool.QueryRow(ctx, "SELECT id, scheduled_at FROM job_runs WHERE status = 'pending' LIMIT 1").Scan(&run.id, &run.at); err != nil {
+		t.Fatal(err)
+	}
+	renew := explain("UPDATE job_runs SET leased_until = now() WHERE "+sql.FenceForTest, run.id, "w", 1, run.at)
+	if n := len(partitionsIn(renew)); n != 1 {
+		t.Errorf("a fenced write of one run scans %d partitions, want 1:\n%s", n, renew)
 	}
 
 	// The setting was the statement's alone.
 	var v string
 	if err := db.Pool.QueryRow(ctx, "SHOW enable_bitmapscan").Scan(&v); err != nil || v != "on" {
 		t.Errorf("enable_bitmapscan = %q (%v) after the statement, want on", v, err)
+	}
+}
+
+// partitionName matches a job_runs partition's name (not an index's, not
+// an alias).
+var partitionName = regexp.MustCompile(`^job_runs_(p\d{8}_\d{6}|legacy|default)$`)
+
+// partitionsIn lists the job_runs partitions a plan names.
+func partitionsIn(plan string) map[string]bool {
+	seen := map[string]bool{}
+	for _, f := range strings.Fields(plan) {
+		if partitionName.MatchString(f) {
+			seen[f] = true
+		}
+	}
+	return seen
+}
+
+// TestAnalyzeChangedTablesAfterABurst: the leader's analyze of the
+// changed partitions (sql.AnalyzeChangedTables) gives the planner the
+// burst's real counts, and the claim then takes the first due runs by an
+// ordered walk of the claimable index instead of sorting them all.
+func TestAnalyzeChangedTablesAfterABurst(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	job := mustCreate(t, db, cronJob("0 3 * * *"))
+	if _, err := db.EnsureRunPartitions(ctx, time.Hour, 4*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, "ANALYZE job_runs"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.AnalyzeChangedTables(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("before the burst: analyzed %v (%v), want none", got, err)
+	}
+	// The burst, on one connection that then publishes its statistics.
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var partition string
+	err = conn.QueryRow(ctx, `
+		WITH ins AS (
+			INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+			SELECT $1, now() + make_interval(secs => g / 1000.0), 'manual', now() - interval '1 second'
+			  FROM generate_series(1, 20000) g
+			RETURNING tableoid)
+		SELECT DISTINCT tableoid::regclass::text FROM ins`, job.ID).Scan(&partition)
+	if err == nil {
+		_, err = conn.Exec(ctx, "SELECT pg_stat_force_next_flush()")
+	}
+	conn.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var analyzed []string
+	deadline := time.Now().Add(30 * time.Second)
+	for !slices.Contains(analyzed, partition) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (20,000 runs inserted) was not analyzed within 30 s; analyzed %v", partition, analyzed)
+		}
+		time.Sleep(100 * time.Millisecond)
+		got, err := db.AnalyzeChangedTables(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		analyzed = append(analyzed, got...)
+	}
+	var last *time.Time
+	if err := db.Pool.QueryRow(ctx, "SELECT last_analyze FROM pg_stat_user_tables WHERE relid = $1::regclass", partition).Scan(&last); err != nil || last == nil {
+		t.Fatalf("%s: last_analyze %v (%v), want set", partition, last, err)
+	}
+
+	rows, err := db.Pool.QueryIndexWalk(ctx, "EXPLAIN "+sql.ClaimSQLForTest, "w", 100, int64(30e6), int64(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := strings.Join(lines, "\n")
+	picked := claim[:strings.Index(claim, "CTE locked")]
+	if strings.Contains(picked[strings.Index(picked, "LockRows"):], "->  Sort ") {
+		t.Errorf("after the analyze, the claim still sorts the due runs before taking the first:\n%s", picked)
 	}
 }

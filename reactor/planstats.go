@@ -1,0 +1,40 @@
+package reactor
+
+import (
+	"context"
+	"time"
+)
+
+// planStatsInterval is how often the leader looks for hot tables whose
+// planner statistics a burst made stale (see sql.AnalyzeChangedTables):
+// a burst's claims are planned on fresh statistics within about this
+// long, plus the second Postgres takes to publish the changes.
+const planStatsInterval = 2 * time.Second
+
+// planStats is the leader's loop that keeps the planner's statistics of
+// the hot tables fresh.
+type planStats struct{ r *Reactor }
+
+func newPlanStats(r *Reactor) *planStats { return &planStats{r: r} }
+
+// run analyzes the changed tables every planStatsInterval until ctx ends
+// (leadership lost or shutdown). A failure is logged and left for the
+// next tick: autovacuum still analyzes, only later.
+func (p *planStats) run(ctx context.Context) {
+	tick := time.NewTicker(planStatsInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		tables, err := p.r.db.AnalyzeChangedTables(ctx)
+		if err != nil && ctx.Err() == nil {
+			p.r.log.Warn("analyze changed tables failed", "err", err)
+		}
+		if len(tables) > 0 {
+			p.r.log.Debug("analyzed changed tables", "tables", tables)
+		}
+	}
+}
