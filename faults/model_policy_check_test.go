@@ -94,6 +94,9 @@ func (s *seqRun) checkPolicies(d *checkData) {
 // its occurrence (a pause, a new run_at, an exclusion, a window) is not
 // delivered when it was not due yet (its fire time after the edit's
 // answer): once the API has answered, no run of the old plan may start.
+// A run claimed ahead whose start was recorded (StartAhead, a moment
+// before its instant) before the answer had started: the edit, which
+// waits for that write and then keeps the run, came after it.
 func (s *seqRun) checkOldPlan(d *checkData, j *mjob) {
 	for _, r := range d.byJob[j.id] {
 		if r.Trigger != "schedule" || len(d.delRun[r.ID]) == 0 {
@@ -101,6 +104,9 @@ func (s *seqRun) checkOldPlan(d *checkData, j *mjob) {
 		}
 		for _, w := range j.versions[1:] {
 			if !w.sent.After(r.Created) || !r.FireAt.After(w.recv) {
+				continue
+			}
+			if r.Started != nil && r.Started.Before(w.recv) {
 				continue
 			}
 			if w.st.Enabled && w.st.occurs(r.Sched) {

@@ -386,6 +386,9 @@ func nextAfterUpdate(j *chronos.Job, c scheduleChange, rawNext *time.Time, dropp
 			}
 			return nil, nil // an exhausted schedule (or past ends_at): the job is finished
 		}
+		if x := jitteredPending(j, c, rawNext, now); x != nil {
+			return x, nil
+		}
 		return next, nil
 	}
 	runAt := j.RunAt.UTC()
@@ -398,6 +401,35 @@ func nextAfterUpdate(j *chronos.Job, c scheduleChange, rawNext *time.Time, dropp
 		}
 	}
 	return rawNext, nil
+}
+
+// jitteredPending is the occurrence of an edited, enabled cron job whose
+// instant has passed but whose jittered fire time has not, when no run
+// stands for it yet (the job is behind: its stored next_run_at, the first
+// occurrence not materialized, is not after now; the leader had not come
+// round to it, or its overlap policy deferred it to its instant), and the
+// new plan still has it: the schedule goes on from there, not from the
+// first occurrence after now, so the edit does not lose it (issue 22
+// item 4; dropRunsAhead keeps those that have a run). nil when there is
+// none. A resume is not an edit of a running plan: it starts after now.
+func jitteredPending(j *chronos.Job, c scheduleChange, rawNext *time.Time, now time.Time) *time.Time {
+	if j.JitterSeconds <= 0 || c.resuming || rawNext == nil || rawNext.After(now) {
+		return nil
+	}
+	sched, err := j.Schedule()
+	if err != nil {
+		return nil
+	}
+	from := rawNext.UTC()
+	if earliest := now.Add(-time.Duration(j.JitterSeconds) * time.Second); from.Before(earliest) {
+		from = earliest
+	}
+	for x, ok := sched.Next(from.Add(-time.Nanosecond)); ok && !x.After(now); x, ok = sched.Next(x) {
+		if j.FireAt(x).After(now) {
+			return &x
+		}
+	}
+	return nil
 }
 
 func equalPtr[T comparable](a, b *T) bool {
