@@ -295,9 +295,21 @@ func dropRunsAhead(ctx context.Context, tx pgx.Tx, j *chronos.Job, c scheduleCha
 	// them waits for a worker's StartAhead in flight, and a worker whose
 	// run is gone does not send it. Once this PATCH is answered, no run of
 	// the old plan starts.
+	//
+	// A leased run is one claimed ahead only if its instant is still ahead
+	// when this statement reads it (clock_timestamp(), evaluated again
+	// when the row is read after a claim that held it commits), not
+	// merely ahead of this transaction's start (now()): a claim that
+	// began after that start, or whose statement reached the instant
+	// while it ran, hands the run out as due (Wait zero) and the worker
+	// sends it at once, without StartAhead; deleting it then lost the
+	// record of a run that was delivered. A run read ahead of the clock
+	// after its claim committed was claimed with a Wait, so its worker
+	// calls StartAhead, which fails once the run is gone.
 	const ahead = `job_id = $1 AND status IN ('pending', 'leased') AND trigger = 'schedule' AND available_at > now()
 	                AND (status = 'pending' AND attempt_count = 0
-	                     OR status = 'leased' AND attempt_count = 1 AND started_at IS NULL)`
+	                     OR status = 'leased' AND attempt_count = 1 AND started_at IS NULL
+	                        AND available_at > clock_timestamp())`
 	var sched *chronos.Schedule
 	if !c.pausing && j.Enabled && j.CronExpr != nil {
 		sched, _ = j.Schedule() // nil (an invalid schedule) keeps nothing
