@@ -8,33 +8,27 @@ import (
 	"time"
 )
 
-// Invariants of the scheduling policies and of edits that other branches
-// fix (issue 22). Each is checked; the ones whose fix is not on this
-// branch yet are gated by a constant so the lead can switch them on after
-// merging, and their violations are counted (not failed) meanwhile, under
-// a kind that ends in "(gated)". A gate left off hides nothing: the
-// figures of a long run name how often each would have failed.
+// Invariants of the scheduling policies and of edits (issue 22). Each
+// is behind a gate so that one found wrong can be switched off while it
+// is fixed; its violations are then counted (not failed), under a kind
+// that ends in "(gated)", so the figures of a long run still name how
+// often it would have failed. All are on.
 const (
 	// modelCheckEditKeepsJittered: an edit (PATCH of exclude, starts_at,
 	// ends_at, ...) never drops an occurrence whose instant has passed but
-	// whose jittered fire time has not, when the new plan still has it.
-	// TODO(issue 22 item 4): off again. With the fix merged, the model
-	// still finds an occurrence missing after edits of starts_at/ends_at
-	// (seed 1796316498899836370, sequence 1); switch on once it is fixed.
+	// whose jittered fire time has not, when the new plan still has it:
+	// neither its run created ahead (sql.dropRunsAhead keeps it) nor, when
+	// the job is behind and no run stands for it yet, the occurrence
+	// itself (sql.jitteredPending).
 	modelCheckEditKeepsJittered = true
 	// modelCheckOldPlanNotStarted: once the API has answered a pause or an
 	// edit, no run of the old plan starts, including a run the claim took
-	// up to 20 ms ahead. TODO(issue 22 item 3): off again. With the fix
-	// merged, the model still sees a run delivered ~15 ms after the pause
-	// that should have removed it was answered (seed 1796316498899836370,
-	// sequence 1; seed 22, sequence 12): switch on once it is fixed.
+	// up to 20 ms ahead (StartAhead fences it). A run whose start was
+	// recorded before the answer had started (see checkOldPlan).
 	modelCheckOldPlanNotStarted = true
 	// modelCheckMisfireAllOrder: misfire "all" delivers the missed
-	// occurrences of a gap in order, each flagged X-Chronos-Catch-Up.
-	// TODO(issue 22 item 5): off again. Order and flags hold in the
-	// reactor's tests, but the model still sees misfire-all catch-ups
-	// created ~2 s before their occurrence after a skewed restart: switch
-	// on once it is fixed.
+	// occurrences of a gap in order, each flagged X-Chronos-Catch-Up,
+	// from where the gap was found on (see checkMisfireAll).
 	modelCheckMisfireAllOrder = true
 )
 
