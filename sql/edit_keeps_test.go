@@ -6,8 +6,46 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
+
+// windowEdits are PATCHes of exclude, starts_at and ends_at that keep a
+// yearly schedule's occurrences.
+func windowEdits() map[string]*chronos.JobUpdate {
+	return map[string]*chronos.JobUpdate{
+		"exclude":   {Exclude: chronos.Some([]chronos.DateRange{{From: "2099-01-01", To: "2099-01-02"}})},
+		"starts_at": {StartsAt: chronos.Some(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))},
+		"ends_at":   {EndsAt: chronos.Some(time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))},
+	}
+}
+
+// jitteredPastOccurrence creates a yearly job (jitter may be up to an
+// hour) moved by hand onto an instant a few seconds ago whose jitter puts
+// its fire time minutes ahead, with that instant as its next_run_at, and
+// returns the job and the instant.
+func jitteredPastOccurrence(t *testing.T, db *sql.DB) (*chronos.Job, time.Time) {
+	t.Helper()
+	j := cronJob("0 0 0 1 1 *")
+	j.JitterSeconds = chronos.MaxJitterSeconds
+	mustCreate(t, db, j)
+	now := dbNow(t, db).Truncate(time.Second)
+	var at time.Time
+	for k := 2; k < 600 && at.IsZero(); k++ {
+		if c := now.Add(-time.Duration(k) * time.Second); chronos.Jitter(j.ID, c, j.JitterSeconds) > time.Duration(k)*time.Second+2*time.Minute {
+			at = c
+		}
+	}
+	if at.IsZero() {
+		t.Fatal("no instant in the last ten minutes whose jitter reaches past now")
+	}
+	expr := fmt.Sprintf("%d %d %d %d %d *", at.Second(), at.Minute(), at.Hour(), at.Day(), int(at.Month()))
+	if _, err := db.Pool.Exec(t.Context(), "UPDATE jobs SET cron_expr = $2 WHERE id = $1", j.ID, expr); err != nil {
+		t.Fatal(err)
+	}
+	setNextRunAt(t, db, j.ID, &at)
+	return j, at
+}
 
 // A PATCH of exclude, starts_at or ends_at keeps every run created ahead
 // whose occurrence the new plan still contains: in particular a jittered
@@ -16,37 +54,13 @@ import (
 // each occurrence one run, with none missing between.
 func TestEditKeepsJitteredOccurrences(t *testing.T) {
 	t.Parallel()
-	for name, u := range map[string]*chronos.JobUpdate{
-		"exclude":   {Exclude: chronos.Some([]chronos.DateRange{{From: "2099-01-01", To: "2099-01-02"}})},
-		"starts_at": {StartsAt: chronos.Some(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))},
-		"ends_at":   {EndsAt: chronos.Some(time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))},
-	} {
+	for name, u := range windowEdits() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := sqltest.New(t)
 			ctx := t.Context()
-			// A yearly schedule (jitter may be up to an hour), moved by
-			// hand onto an instant a few seconds ago whose jitter puts its
-			// fire time minutes ahead: the leader created its run just
-			// before the instant.
-			j := cronJob("0 0 0 1 1 *")
-			j.JitterSeconds = chronos.MaxJitterSeconds
-			mustCreate(t, db, j)
-			now := dbNow(t, db).Truncate(time.Second)
-			var at time.Time
-			for k := 2; k < 600 && at.IsZero(); k++ {
-				if c := now.Add(-time.Duration(k) * time.Second); chronos.Jitter(j.ID, c, j.JitterSeconds) > time.Duration(k)*time.Second+2*time.Minute {
-					at = c
-				}
-			}
-			if at.IsZero() {
-				t.Fatal("no instant in the last ten minutes whose jitter reaches past now")
-			}
-			expr := fmt.Sprintf("%d %d %d %d %d *", at.Second(), at.Minute(), at.Hour(), at.Day(), int(at.Month()))
-			if _, err := db.Pool.Exec(ctx, "UPDATE jobs SET cron_expr = $2 WHERE id = $1", j.ID, expr); err != nil {
-				t.Fatal(err)
-			}
-			setNextRunAt(t, db, j.ID, &at)
+			// The leader created its run just before the instant.
+			j, at := jitteredPastOccurrence(t, db)
 			if res, err := db.Materialize(ctx, at.Add(-time.Second), 2*time.Second, 10); err != nil || res.Created != 1 {
 				t.Fatalf("materialized %+v (%v), want the one run", res, err)
 			}
@@ -158,33 +172,12 @@ func TestEditGoesOnFromNewPlansNextOccurrence(t *testing.T) {
 // created (issue 22.4: before, the edit skipped to next year).
 func TestEditKeepsJitteredOccurrenceNotYetCreated(t *testing.T) {
 	t.Parallel()
-	for name, u := range map[string]*chronos.JobUpdate{
-		"exclude":   {Exclude: chronos.Some([]chronos.DateRange{{From: "2099-01-01", To: "2099-01-02"}})},
-		"starts_at": {StartsAt: chronos.Some(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))},
-		"ends_at":   {EndsAt: chronos.Some(time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))},
-	} {
+	for name, u := range windowEdits() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			db := sqltest.New(t)
 			ctx := t.Context()
-			j := cronJob("0 0 0 1 1 *")
-			j.JitterSeconds = chronos.MaxJitterSeconds
-			mustCreate(t, db, j)
-			now := dbNow(t, db).Truncate(time.Second)
-			var at time.Time
-			for k := 2; k < 600 && at.IsZero(); k++ {
-				if c := now.Add(-time.Duration(k) * time.Second); chronos.Jitter(j.ID, c, j.JitterSeconds) > time.Duration(k)*time.Second+2*time.Minute {
-					at = c
-				}
-			}
-			if at.IsZero() {
-				t.Fatal("no instant in the last ten minutes whose jitter reaches past now")
-			}
-			expr := fmt.Sprintf("%d %d %d %d %d *", at.Second(), at.Minute(), at.Hour(), at.Day(), int(at.Month()))
-			if _, err := db.Pool.Exec(ctx, "UPDATE jobs SET cron_expr = $2 WHERE id = $1", j.ID, expr); err != nil {
-				t.Fatal(err)
-			}
-			setNextRunAt(t, db, j.ID, &at) // due, not materialized
+			j, at := jitteredPastOccurrence(t, db) // due, not materialized
 
 			if _, err := db.UpdateJob(ctx, j.ID, u); err != nil {
 				t.Fatal(err)
