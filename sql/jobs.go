@@ -229,7 +229,7 @@ func (db *DB) updateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 			return nil, err
 		}
 	}
-	next, err := nextAfterUpdate(j, c, rawNext, dropped, now)
+	next, err := nextAfterUpdate(&old, j, c, rawNext, dropped, now)
 	if err != nil {
 		return nil, err
 	}
@@ -379,11 +379,11 @@ func scheduleChangeOf(before, after *chronos.Job) scheduleChange {
 	return c
 }
 
-// nextAfterUpdate is the next_run_at to store after an update (see
-// UpdateJob): rawNext is the stored value before it, dropped the
+// nextAfterUpdate is the next_run_at to store after an update of old into
+// j (see UpdateJob): rawNext is the stored value before it, dropped the
 // scheduled instants of the runs created ahead that it deleted, now the
 // database's clock.
-func nextAfterUpdate(j *chronos.Job, c scheduleChange, rawNext *time.Time, dropped []time.Time, now time.Time) (*time.Time, error) {
+func nextAfterUpdate(old, j *chronos.Job, c scheduleChange, rawNext *time.Time, dropped []time.Time, now time.Time) (*time.Time, error) {
 	if j.CronExpr != nil {
 		if !j.Enabled {
 			return nil, nil
@@ -398,7 +398,7 @@ func nextAfterUpdate(j *chronos.Job, c scheduleChange, rawNext *time.Time, dropp
 			}
 			return nil, nil // an exhausted schedule (or past ends_at): the job is finished
 		}
-		if x := jitteredPending(j, c, rawNext, now); x != nil {
+		if x := jitteredPending(old, j, c, rawNext, now); x != nil {
 			return x, nil
 		}
 		return next, nil
@@ -419,16 +419,21 @@ func nextAfterUpdate(j *chronos.Job, c scheduleChange, rawNext *time.Time, dropp
 // instant has passed but whose jittered fire time has not, when no run
 // stands for it yet (the job is behind: its stored next_run_at, the first
 // occurrence not materialized, is not after now; the leader had not come
-// round to it, or its overlap policy deferred it to its instant), and the
-// new plan still has it: the schedule goes on from there, not from the
-// first occurrence after now, so the edit does not lose it (issue 22
-// item 4; dropRunsAhead keeps those that have a run). nil when there is
-// none. A resume is not an edit of a running plan: it starts after now.
-func jitteredPending(j *chronos.Job, c scheduleChange, rawNext *time.Time, now time.Time) *time.Time {
-	if j.JitterSeconds <= 0 || c.resuming || rawNext == nil || rawNext.After(now) {
+// round to it, or its overlap policy deferred it to its instant), and
+// both the old plan and the new one have it: the schedule goes on from
+// there, not from the first occurrence after now, so the edit does not
+// lose it (issue 22 item 4; dropRunsAhead keeps those that have a run).
+// nil when there is none. A resume is not an edit of a running plan: it
+// starts after now.
+func jitteredPending(old, j *chronos.Job, c scheduleChange, rawNext *time.Time, now time.Time) *time.Time {
+	if j.JitterSeconds <= 0 || c.resuming || rawNext == nil || rawNext.After(now) || old.CronExpr == nil {
 		return nil
 	}
 	sched, err := j.Schedule()
+	if err != nil {
+		return nil
+	}
+	was, err := old.Schedule()
 	if err != nil {
 		return nil
 	}
@@ -437,7 +442,7 @@ func jitteredPending(j *chronos.Job, c scheduleChange, rawNext *time.Time, now t
 		from = earliest
 	}
 	for x, ok := sched.Next(from.Add(-time.Nanosecond)); ok && !x.After(now); x, ok = sched.Next(x) {
-		if j.FireAt(x).After(now) {
+		if o, ok := was.Next(x.Add(-time.Nanosecond)); ok && o.Equal(x) && j.FireAt(x).After(now) {
 			return &x
 		}
 	}
