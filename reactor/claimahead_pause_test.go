@@ -27,13 +27,16 @@ func waitLeased(t *testing.T, in *instance, jobID int64) int64 {
 // A pause answered while a run is claimed ahead of its instant (leased,
 // its worker waiting for the instant) stops that run: it is never sent,
 // and nothing of it is left leased. ClaimAhead is far wider than the
-// default here, so the pause lands inside the window for sure.
+// default here, and the lookahead longer than the wait for the instant,
+// so the pause lands inside the window for sure (the run is due 6 s after
+// its creation, materialized and claimed at once: a loaded machine may
+// take seconds to do that).
 func TestPauseStopsARunClaimedAhead(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
 	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	in := startReactor(t, dsn, Config{ClaimAhead: 3 * time.Second})
-	runAt := time.Now().Add(2 * time.Second).UTC()
+	in := startReactor(t, dsn, Config{ClaimAhead: 8 * time.Second, Lookahead: 10 * time.Second})
+	runAt := time.Now().Add(6 * time.Second).UTC()
 	j := reactortest.CreateJob(t, in.db, &chronos.Job{Name: "paused-ahead", RunAt: &runAt, TargetURL: tg.URL, Enabled: true})
 	waitLeased(t, in, j.ID)
 	if _, err := in.db.UpdateJob(t.Context(), j.ID, &chronos.JobUpdate{Enabled: chronos.Some(false)}); err != nil {
@@ -69,8 +72,8 @@ func TestMovedOneShotClaimedAheadFiresOnce(t *testing.T) {
 		mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	in := startReactor(t, dsn, Config{ClaimAhead: 3 * time.Second})
-	first := time.Now().Add(2 * time.Second).UTC()
+	in := startReactor(t, dsn, Config{ClaimAhead: 8 * time.Second, Lookahead: 10 * time.Second})
+	first := time.Now().Add(6 * time.Second).UTC()
 	j := reactortest.CreateJob(t, in.db, &chronos.Job{Name: "moved-ahead", RunAt: &first, TargetURL: tg.URL, Enabled: true})
 	waitLeased(t, in, j.ID)
 	second := first.Add(time.Second)

@@ -31,13 +31,15 @@ func TestMisfireAllInOrderAtTheTarget(t *testing.T) {
 	var ahead int
 	var lastDone time.Time
 	if err := first.db.Pool.QueryRow(context.Background(), `
-		SELECT count(*) FILTER (WHERE status = 'pending' AND scheduled_at > $2),
+		SELECT count(*) FILTER (WHERE status = 'pending'),
 		       coalesce(max(scheduled_at) FILTER (WHERE status <> 'pending'), $2)
 		  FROM job_runs WHERE job_id = $1`, j.ID, stopped).Scan(&ahead, &lastDone); err != nil {
 		t.Fatal(err)
 	}
+	// Left pending by the stop, whether their instant came before it
+	// ended (a stop on a loaded machine may outlast the lookahead) or not.
 	if ahead == 0 {
-		t.Fatal("no run created ahead when the cluster stopped: the test proves nothing")
+		t.Fatal("no run created ahead left pending when the cluster stopped: the test proves nothing")
 	}
 	waitDBTime(t, first.db, stopped.Add(5*time.Second), 30*time.Second)
 	before := len(rec.deliveries())

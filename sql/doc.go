@@ -107,9 +107,12 @@
 // (a jittered run whose instant has passed but whose fire time has not
 // among them): an edit never loses an occurrence of the new plan, and the
 // schedule goes on from the new plan's next occurrence (the unique key
-// skips the kept ones). With them go the runs
+// skips the kept ones), or from a jittered occurrence of it still to fire
+// that no run stands for yet (the job behind). With them go the runs
 // claimed ahead of their instant that no worker has started yet
-// (StartAhead fences the start against it). Manual triggers ignore enabled
+// (StartAhead fences the start against it), judged by the clock as the
+// run is read, so that a run its claim handed out as due is never
+// deleted under its worker. Manual triggers ignore enabled
 // and overlap: "run it now" is explicit. Redrive is refused (ECONFLICT)
 // while an earlier redrive of the same run is still active.
 //

@@ -229,7 +229,7 @@ func (db *DB) updateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 			return nil, err
 		}
 	}
-	next, err := nextAfterUpdate(j, c, rawNext, dropped, now)
+	next, err := nextAfterUpdate(&old, j, c, rawNext, dropped, now)
 	if err != nil {
 		return nil, err
 	}
@@ -295,9 +295,21 @@ func dropRunsAhead(ctx context.Context, tx pgx.Tx, j *chronos.Job, c scheduleCha
 	// them waits for a worker's StartAhead in flight, and a worker whose
 	// run is gone does not send it. Once this PATCH is answered, no run of
 	// the old plan starts.
+	//
+	// A leased run is one claimed ahead only if its instant is still ahead
+	// when this statement reads it (clock_timestamp(), evaluated again
+	// when the row is read after a claim that held it commits), not
+	// merely ahead of this transaction's start (now()): a claim that
+	// began after that start, or whose statement reached the instant
+	// while it ran, hands the run out as due (Wait zero) and the worker
+	// sends it at once, without StartAhead; deleting it then lost the
+	// record of a run that was delivered. A run read ahead of the clock
+	// after its claim committed was claimed with a Wait, so its worker
+	// calls StartAhead, which fails once the run is gone.
 	const ahead = `job_id = $1 AND status IN ('pending', 'leased') AND trigger = 'schedule' AND available_at > now()
 	                AND (status = 'pending' AND attempt_count = 0
-	                     OR status = 'leased' AND attempt_count = 1 AND started_at IS NULL)`
+	                     OR status = 'leased' AND attempt_count = 1 AND started_at IS NULL
+	                        AND available_at > clock_timestamp())`
 	var sched *chronos.Schedule
 	if !c.pausing && j.Enabled && j.CronExpr != nil {
 		sched, _ = j.Schedule() // nil (an invalid schedule) keeps nothing
@@ -367,11 +379,11 @@ func scheduleChangeOf(before, after *chronos.Job) scheduleChange {
 	return c
 }
 
-// nextAfterUpdate is the next_run_at to store after an update (see
-// UpdateJob): rawNext is the stored value before it, dropped the
+// nextAfterUpdate is the next_run_at to store after an update of old into
+// j (see UpdateJob): rawNext is the stored value before it, dropped the
 // scheduled instants of the runs created ahead that it deleted, now the
 // database's clock.
-func nextAfterUpdate(j *chronos.Job, c scheduleChange, rawNext *time.Time, dropped []time.Time, now time.Time) (*time.Time, error) {
+func nextAfterUpdate(old, j *chronos.Job, c scheduleChange, rawNext *time.Time, dropped []time.Time, now time.Time) (*time.Time, error) {
 	if j.CronExpr != nil {
 		if !j.Enabled {
 			return nil, nil
@@ -386,6 +398,9 @@ func nextAfterUpdate(j *chronos.Job, c scheduleChange, rawNext *time.Time, dropp
 			}
 			return nil, nil // an exhausted schedule (or past ends_at): the job is finished
 		}
+		if x := jitteredPending(old, j, c, rawNext, now); x != nil {
+			return x, nil
+		}
 		return next, nil
 	}
 	runAt := j.RunAt.UTC()
@@ -398,6 +413,40 @@ func nextAfterUpdate(j *chronos.Job, c scheduleChange, rawNext *time.Time, dropp
 		}
 	}
 	return rawNext, nil
+}
+
+// jitteredPending is the occurrence of an edited, enabled cron job whose
+// instant has passed but whose jittered fire time has not, when no run
+// stands for it yet (the job is behind: its stored next_run_at, the first
+// occurrence not materialized, is not after now; the leader had not come
+// round to it, or its overlap policy deferred it to its instant), and
+// both the old plan and the new one have it: the schedule goes on from
+// there, not from the first occurrence after now, so the edit does not
+// lose it (issue 22 item 4; dropRunsAhead keeps those that have a run).
+// nil when there is none. A resume is not an edit of a running plan: it
+// starts after now.
+func jitteredPending(old, j *chronos.Job, c scheduleChange, rawNext *time.Time, now time.Time) *time.Time {
+	if j.JitterSeconds <= 0 || c.resuming || rawNext == nil || rawNext.After(now) || old.CronExpr == nil {
+		return nil
+	}
+	sched, err := j.Schedule()
+	if err != nil {
+		return nil
+	}
+	was, err := old.Schedule()
+	if err != nil {
+		return nil
+	}
+	from := rawNext.UTC()
+	if earliest := now.Add(-time.Duration(j.JitterSeconds) * time.Second); from.Before(earliest) {
+		from = earliest
+	}
+	for x, ok := sched.Next(from.Add(-time.Nanosecond)); ok && !x.After(now); x, ok = sched.Next(x) {
+		if o, ok := was.Next(x.Add(-time.Nanosecond)); ok && o.Equal(x) && j.FireAt(x).After(now) {
+			return &x
+		}
+	}
+	return nil
 }
 
 func equalPtr[T comparable](a, b *T) bool {

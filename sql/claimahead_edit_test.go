@@ -1,0 +1,114 @@
+package sql_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/sql/sqltest"
+)
+
+// A pause deletes the runs claimed ahead that no worker has started, and
+// only those: a run its claim handed out as due (Wait zero: the worker
+// sends it at once, with no StartAhead to fence) stays, even when the
+// pause's transaction began before the run's instant. Here the claim's
+// statement is held up past the instant (another transaction holds the
+// job's overlap lock row, which the claim's insert waits for) while the
+// pause waits for the claim's lock on the run. Before, the pause read the
+// run as ahead of its own start and deleted it: the worker delivered a
+// run that no longer existed (issue 22 item 3).
+func TestPauseKeepsARunClaimedAsDue(t *testing.T) {
+	t.Parallel()
+	db := sqltest.New(t)
+	ctx := t.Context()
+	j := cronJob("0 0 0 1 1 *")
+	j.Overlap = chronos.OverlapSkip
+	mustCreate(t, db, j)
+	var (
+		runID int64
+		at    time.Time
+	)
+	err := db.Pool.QueryRow(ctx, `
+		INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at, fire_at)
+		VALUES ($1, date_trunc('second', now()) + interval '5 seconds', 'schedule',
+		        date_trunc('second', now()) + interval '5 seconds', date_trunc('second', now()) + interval '5 seconds')
+		RETURNING id, available_at`, j.ID).Scan(&runID, &at)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	blocker, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blocker.Rollback(context.Background()) //nolint:errcheck // a no-op after the rollback below
+	if _, err := blocker.Exec(ctx, `INSERT INTO job_run_locks (job_id, run_id) VALUES ($1, -1)`, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			var got int
+			if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				 WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d transactions waiting for a lock, want %d", got, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	type claimed struct {
+		c   []sql.Claimed
+		err error
+	}
+	claims := make(chan claimed, 1)
+	go func() {
+		c, err := db.ClaimAhead(ctx, "w1", 1, time.Minute, time.Minute)
+		claims <- claimed{c, err}
+	}()
+	waiting(1) // the claim has the run and waits for the lock row
+	paused := make(chan error, 1)
+	go func() {
+		_, err := db.UpdateJob(ctx, j.ID, &chronos.JobUpdate{Enabled: chronos.Some(false)})
+		paused <- err
+	}()
+	waiting(2) // the pause waits for the claim's lock on the run
+	for dbNow(t, db).Before(at.Add(50 * time.Millisecond)) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := blocker.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl := <-claims
+	if cl.err != nil {
+		t.Fatal(cl.err)
+	}
+	if err := <-paused; err != nil {
+		t.Fatal(err)
+	}
+	if len(cl.c) != 1 || cl.c[0].Run.ID != runID {
+		t.Fatalf("claimed %d runs, want run %d", len(cl.c), runID)
+	}
+	if cl.c[0].Wait > 0 {
+		t.Skipf("the claim finished before the instant (wait %s): not the case under test", cl.c[0].Wait)
+	}
+	var n int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM job_runs WHERE id = $1`, runID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("the pause deleted run %d, which its claim handed out as due (sent at once, unfenced)", runID)
+	}
+	if err := db.Start(ctx, cl.c[0].Lease()); err != nil {
+		t.Errorf("start the run claimed as due: %v", err)
+	}
+}
