@@ -23,6 +23,7 @@ type instance struct {
 	id  string
 	c   *cluster
 	env []string
+	bin string // the chronos binary; "": chronosBinary (this tree's)
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -129,7 +130,11 @@ func (in *instance) start(t testing.TB) {
 	}
 	in.starts++
 	sink := &logSink{inst: in, addr: make(chan string, 1)}
-	cmd := exec.Command(chronosBinary(t), "serve")
+	bin := in.bin
+	if bin == "" {
+		bin = chronosBinary(t)
+	}
+	cmd := exec.Command(bin, "serve")
 	cmd.Env = in.env
 	cmd.Stdout, cmd.Stderr = sink, sink
 	if err := cmd.Start(); err != nil {
