@@ -136,6 +136,11 @@ func TestMigrationBlocks(t *testing.T) {
 	if worst.wait > maxMigrationBlock {
 		t.Errorf("%s made a write wait %s (bound %s)", worst.name, worst.wait.Round(time.Millisecond), maxMigrationBlock)
 	}
+	// A concurrent build that failed leaves an invalid index behind: none.
+	var invalid string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(indexrelid::regclass::text, ', '), '') FROM pg_index WHERE NOT indisvalid`).Scan(&invalid); err != nil || invalid != "" {
+		t.Errorf("invalid indexes after the migrations: %q (%v)", invalid, err)
+	}
 	var left int64
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM job_runs").Scan(&left); err != nil || left < int64(n) {
 		t.Fatalf("%d runs after the migrations (%v), want at least %d", left, err, n)
