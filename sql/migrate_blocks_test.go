@@ -195,14 +195,15 @@ func seedRuns(t *testing.T, conn *pgx.Conn, n int) {
 		       CASE g % 10 WHEN 0 THEN 'skip' WHEN 1 THEN 'queue_one' ELSE 'allow' END
 		  FROM generate_series(1, 1000) g`)
 	const batch = 250_000
+	base := time.Now().Truncate(time.Minute) // one for every batch: occurrences never collide
 	for done := 0; done < n; done += batch {
 		exec(`INSERT INTO job_runs (job_id, scheduled_at, trigger, status, attempt_count, available_at, started_at, finished_at, last_error)
-			SELECT 1 + g % 1000, date_trunc('minute', now()) - (g / 1000) * interval '1 minute', 'schedule',
+			SELECT 1 + g % 1000, $4::timestamptz - (g / 1000) * interval '1 minute', 'schedule',
 			       CASE WHEN g % 100 = 0 THEN 'pending' WHEN g % 100 IN (1, 2) THEN 'dead' ELSE 'succeeded' END,
 			       1, now() + interval '1 day', now() - (g / 1000) * interval '1 minute',
 			       CASE WHEN g % 100 <> 0 THEN now() - (g / 1000) * interval '1 minute' END,
 			       CASE WHEN g % 100 IN (1, 2) THEN 'boom' END
-			  FROM generate_series($1::int + 1, least($1::int + $3::int, $2::int)) g`, done, n, batch)
+			  FROM generate_series($1::int + 1, least($1::int + $3::int, $2::int)) g`, done, n, batch, base)
 	}
 	exec(`INSERT INTO job_runs (job_id, scheduled_at, trigger, redrive_of, status, attempt_count, finished_at)
 		SELECT job_id, scheduled_at, 'redrive', id, 'succeeded', 1, now() FROM job_runs WHERE status = 'dead' AND id % 10 = 1`)
