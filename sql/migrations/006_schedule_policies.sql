@@ -14,6 +14,11 @@
 -- "does not exist, skipping" notices of the IF EXISTS steps stay out of
 -- the log.
 SET client_min_messages = warning;
+-- Steps that take only SHARE UPDATE EXCLUSIVE (CONCURRENTLY, VALIDATE)
+-- may wait long (a concurrent build waits for every older transaction)
+-- without holding up a write: they wait up to 5 minutes, not the runner's
+-- 1 s lock_timeout, so a long query elsewhere does not fail them; every
+-- step that blocks writes keeps the 1 s.
 
 ALTER TABLE jobs
     ADD COLUMN IF NOT EXISTS starts_at                 timestamptz,
@@ -36,11 +41,13 @@ BEGIN
     END IF;
 END
 $$;
+SET lock_timeout = '5min';
 ALTER TABLE jobs VALIDATE CONSTRAINT jobs_misfire_check;
 ALTER TABLE jobs VALIDATE CONSTRAINT jobs_starting_deadline_seconds_check;
 ALTER TABLE jobs VALIDATE CONSTRAINT jobs_jitter_seconds_check;
 ALTER TABLE jobs VALIDATE CONSTRAINT jobs_exclude_check;
 ALTER TABLE jobs VALIDATE CONSTRAINT jobs_window_check;
+RESET lock_timeout;
 
 -- fire_at: a scheduled run's occurrence plus its job's jitter, the instant
 -- its first attempt was due (available_at moves on with retries).
@@ -59,6 +66,7 @@ BEGIN
     END IF;
 END
 $$;
+SET lock_timeout = '5min';
 ALTER TABLE job_runs VALIDATE CONSTRAINT job_runs_status_check;
 
 -- The leader's sweep for runs past their starting deadline (expiredSQL)

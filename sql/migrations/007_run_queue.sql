@@ -7,6 +7,11 @@
 -- a failed build left invalid is dropped first.
 --
 SET client_min_messages = warning; -- not the IF EXISTS steps' "skipping"
+-- Steps that take only SHARE UPDATE EXCLUSIVE (CONCURRENTLY, VALIDATE)
+-- may wait long (a concurrent build waits for every older transaction)
+-- without holding up a write: they wait up to 5 minutes, not the runner's
+-- 1 s lock_timeout, so a long query elsewhere does not fail them.
+SET lock_timeout = '5min';
 
 -- Runs by status, newest first: a page of dead (or pending, ...) runs of
 -- every job reads one index range, whatever the number of runs.

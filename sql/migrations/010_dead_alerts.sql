@@ -16,6 +16,11 @@
 -- run again (a retry starts over); "does not exist, skipping" notices of
 -- the IF EXISTS steps are kept out of the log.
 SET client_min_messages = warning;
+-- Steps that take only SHARE UPDATE EXCLUSIVE (CONCURRENTLY, VALIDATE)
+-- may wait long (a concurrent build waits for every older transaction)
+-- without holding up a write: they wait up to 5 minutes, not the runner's
+-- 1 s lock_timeout, so a long query elsewhere does not fail them; every
+-- step that blocks writes keeps the 1 s.
 
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS on_dead_url text;
 DO $$
@@ -25,7 +30,9 @@ BEGIN
     END IF;
 END
 $$;
+SET lock_timeout = '5min';
 ALTER TABLE jobs VALIDATE CONSTRAINT jobs_on_dead_url_check;
+RESET lock_timeout;
 
 -- A user-visible change of the job (see 004 for why a trigger of its own).
 DROP TRIGGER IF EXISTS jobs_notify_on_dead_url ON jobs;

@@ -17,6 +17,11 @@
 -- and completions go on meanwhile; an index a failed build left invalid is
 -- dropped before the next try.
 SET client_min_messages = warning; -- not the IF EXISTS steps' "skipping"
+-- Steps that take only SHARE UPDATE EXCLUSIVE (CONCURRENTLY, VALIDATE)
+-- may wait long (a concurrent build waits for every older transaction)
+-- without holding up a write: they wait up to 5 minutes, not the runner's
+-- 1 s lock_timeout, so a long query elsewhere does not fail them.
+SET lock_timeout = '5min';
 DROP INDEX CONCURRENTLY IF EXISTS job_runs_dead_trigger_idx;
 CREATE INDEX CONCURRENTLY job_runs_dead_trigger_idx ON job_runs (trigger, id DESC) WHERE status = 'dead';
 DROP INDEX CONCURRENTLY IF EXISTS job_runs_dead_created_idx;

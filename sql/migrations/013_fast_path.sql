@@ -7,6 +7,11 @@
 -- swapped), so claims and completions go on meanwhile on a big job_runs.
 -- Every step may run again (a retry starts over).
 SET client_min_messages = warning; -- not the IF EXISTS steps' "skipping"
+-- Steps that take only SHARE UPDATE EXCLUSIVE (CONCURRENTLY, VALIDATE)
+-- may wait long (a concurrent build waits for every older transaction)
+-- without holding up a write: they wait up to 5 minutes, not the runner's
+-- 1 s lock_timeout, so a long query elsewhere does not fail them; every
+-- step that blocks writes keeps the 1 s.
 
 -- 1. Creating a job no longer NOTIFYs inside its own transaction. A NOTIFY
 -- holds the cluster's notify lock from before the commit until after its
@@ -29,6 +34,7 @@ DROP TRIGGER IF EXISTS jobs_notify_insert_delete ON jobs;
 -- successes (dead, missed); pending runs have job_runs_claimable_idx,
 -- leased and running ones job_runs_leases_idx, and succeeded runs are most
 -- of the table, found by walking the primary key.
+SET lock_timeout = '5min';
 DROP INDEX CONCURRENTLY IF EXISTS job_runs_failed_idx;
 CREATE INDEX CONCURRENTLY job_runs_failed_idx ON job_runs (status, id DESC) WHERE status IN ('dead', 'missed');
 DROP INDEX CONCURRENTLY IF EXISTS job_runs_status_idx;
@@ -39,6 +45,7 @@ DROP INDEX CONCURRENTLY IF EXISTS job_runs_job_status_idx_new;
 CREATE INDEX CONCURRENTLY job_runs_job_status_idx_new ON job_runs (job_id, status, id DESC) WHERE status <> 'succeeded';
 DROP INDEX CONCURRENTLY IF EXISTS job_runs_job_status_idx;
 ALTER INDEX job_runs_job_status_idx_new RENAME TO job_runs_job_status_idx;
+RESET lock_timeout;
 
 -- 3. A first attempt that succeeds before it was marked running (the
 -- common case: a target answering within startRecordDelay) is recorded on
