@@ -77,7 +77,7 @@ func TestMigrationBlocks(t *testing.T) {
 	if strings.Contains(dsn, "?") {
 		sep = "&"
 	}
-	pool, err := pgxpool.New(ctx, dsn+sep+"default_query_exec_mode=exec&pool_max_conns=3")
+	pool, err := pgxpool.New(ctx, dsn+sep+"default_query_exec_mode=exec&pool_max_conns=3&application_name="+blocksWriterApp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +88,17 @@ func TestMigrationBlocks(t *testing.T) {
 	wg.Go(func() { w.run(wctx, w.insert) })
 	wg.Go(func() { w.run(wctx, w.update) })
 	defer func() { stop(); wg.Wait() }()
+	// What a slow write waits for: pg_stat_activity sampled.
+	sampler, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sampler.Close(context.Background())
+	waits := &waitSampler{}
+	sctx, stopSampler := context.WithCancel(ctx)
+	var sg sync.WaitGroup
+	sg.Go(func() { waits.run(sctx, sampler) })
+	defer func() { stopSampler(); sg.Wait() }()
 	baseStart := time.Now()
 	waitUntil(t, 30*time.Second, func() bool { return w.count() >= 200 })
 	time.Sleep(time.Second)
@@ -96,6 +107,7 @@ func TestMigrationBlocks(t *testing.T) {
 	type result struct {
 		name       string
 		took, wait time.Duration
+		why        string
 	}
 	var results []result
 	for v := 2; v <= len(files); v++ {
@@ -108,7 +120,7 @@ func TestMigrationBlocks(t *testing.T) {
 		// A write that started during the migration and ends after it
 		// waited for it too: give the writers a moment to finish theirs.
 		waitUntil(t, 30*time.Second, func() bool { return w.doneAfter(t1) })
-		results = append(results, result{files[v-1], t1.Sub(t0), w.longest(t0, t1)})
+		results = append(results, result{files[v-1], t1.Sub(t0), w.longest(t0, t1), waits.worst(t0, t1)})
 		if log.n() > 0 {
 			t.Logf("%s: %d lock timeout(s) retried", files[v-1], log.n())
 		}
@@ -124,10 +136,10 @@ func TestMigrationBlocks(t *testing.T) {
 	w.mu.Unlock()
 	fmt.Fprintf(&sb, "%d runs; baseline longest write %s; %d writes, %d lost a deadlock (retried)\n",
 		n, baseline.Round(time.Millisecond), w.count(), deadlocks)
-	fmt.Fprintf(&sb, "%-36s %10s %14s\n", "migration", "took", "longest write")
+	fmt.Fprintf(&sb, "%-36s %10s %14s  %s\n", "migration", "took", "longest write", "(the longest wait sampled: for what, behind what)")
 	worst := result{}
 	for _, r := range results {
-		fmt.Fprintf(&sb, "%-36s %10s %14s\n", r.name, r.took.Round(time.Millisecond), r.wait.Round(time.Millisecond))
+		fmt.Fprintf(&sb, "%-36s %10s %14s  %s\n", r.name, r.took.Round(time.Millisecond), r.wait.Round(time.Millisecond), r.why)
 		if r.wait > worst.wait {
 			worst = r
 		}
@@ -326,4 +338,66 @@ func waitUntil(t *testing.T, within time.Duration, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// blocksWriterApp is the writers' application_name, for the sampler.
+const blocksWriterApp = "blocks-writer"
+
+// waitSampler samples, every 20 ms, the writers' statements running for
+// over 100 ms: what they wait for and the statements blocking them.
+type waitSampler struct {
+	mu      sync.Mutex
+	samples []waitSample
+}
+
+type waitSample struct {
+	at   time.Time
+	dur  time.Duration
+	what string
+}
+
+func (s *waitSampler) run(ctx context.Context, conn *pgx.Conn) {
+	for ctx.Err() == nil {
+		rows, err := conn.Query(ctx, `
+			SELECT extract(epoch FROM clock_timestamp() - a.query_start)::float8,
+			       left(regexp_replace(a.query, '\s+', ' ', 'g'), 40) || ': ' ||
+			       coalesce(a.wait_event_type || ':' || a.wait_event, 'cpu') || ' behind ' ||
+			       coalesce((SELECT string_agg(left(regexp_replace(b.query, '\s+', ' ', 'g'), 80), ' | ')
+			                   FROM pg_stat_activity b WHERE b.pid = ANY (pg_blocking_pids(a.pid))), 'nothing')
+			  FROM pg_stat_activity a
+			 WHERE a.application_name = $1 AND a.state = 'active' AND clock_timestamp() - a.query_start > interval '100 ms'`, blocksWriterApp)
+		if err == nil {
+			now := time.Now()
+			for rows.Next() {
+				var secs float64
+				var what string
+				if rows.Scan(&secs, &what) == nil {
+					s.mu.Lock()
+					s.samples = append(s.samples, waitSample{now, time.Duration(secs * float64(time.Second)), what})
+					s.mu.Unlock()
+				}
+			}
+			rows.Close()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// worst describes the longest wait sampled in [from, to].
+func (s *waitSampler) worst(from, to time.Time) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var w waitSample
+	for _, x := range s.samples {
+		if !x.at.Before(from) && !x.at.After(to) && x.dur > w.dur {
+			w = x
+		}
+	}
+	if w.what == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s: %s", w.dur.Round(time.Millisecond), w.what)
 }
