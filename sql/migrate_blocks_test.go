@@ -386,15 +386,26 @@ func (s *waitSampler) run(ctx context.Context, conn *pgx.Conn) {
 	}
 }
 
-// worst describes the longest wait sampled in [from, to].
+// worst describes the longest wait sampled in [from, to]: the longest
+// sample of a statement waiting for a lock if there is one (the last
+// sample of a wait may catch the statement just woken, on the CPU).
 func (s *waitSampler) worst(from, to time.Time) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var w waitSample
+	var w, locked waitSample
 	for _, x := range s.samples {
-		if !x.at.Before(from) && !x.at.After(to) && x.dur > w.dur {
+		if x.at.Before(from) || x.at.After(to) {
+			continue
+		}
+		if x.dur > w.dur {
 			w = x
 		}
+		if strings.Contains(x.what, ": Lock:") && x.dur > locked.dur {
+			locked = x
+		}
+	}
+	if locked.what != "" {
+		w = locked
 	}
 	if w.what == "" {
 		return ""
