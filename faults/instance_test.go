@@ -25,6 +25,7 @@ type instance struct {
 	id  string
 	c   *cluster
 	env []string
+	bin string // the chronos binary; "": chronosBinary (this tree's)
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -131,7 +132,11 @@ func (in *instance) start(t testing.TB) {
 	}
 	in.starts++
 	sink := &logSink{inst: in, addr: make(chan string, 1)}
-	cmd := exec.Command(chronosBinary(t), "serve")
+	bin := in.bin
+	if bin == "" {
+		bin = chronosBinary(t)
+	}
+	cmd := exec.Command(bin, "serve")
 	cmd.Env = in.env
 	var out io.Writer = sink
 	kept := keepLog(t, in.id, in.starts)
