@@ -109,7 +109,7 @@ var claimSQL = `
 		 ORDER BY r.available_at, r.id
 		 LIMIT $2
 		   FOR UPDATE OF r SKIP LOCKED
-	), `+limitClaimCTEs+`, locked AS (
+	), ` + limitClaimCTEs + `, locked AS (
 		INSERT INTO job_run_locks (job_id, run_id)
 		SELECT job_id, id FROM (
 			SELECT DISTINCT ON (job_id) job_id, id FROM picked
