@@ -215,6 +215,17 @@ func relimit(ctx context.Context, tx pgx.Tx, id int64, before, after *string) er
 	if (before == nil) == (after == nil) && (before == nil || *before == *after) {
 		return nil
 	}
+	if after != nil {
+		// The key must name a limit: a clear 400 naming it, not the
+		// foreign key's (which still guards a delete racing this).
+		var n int
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM limits WHERE key = $1", *after).Scan(&n); err != nil {
+			return mapErr(err, "update job: check its limit")
+		}
+		if n == 0 {
+			return unknownLimitKey(*after)
+		}
+	}
 	_, err := tx.Exec(ctx, `
 		UPDATE job_runs SET limit_key = $2, held = held AND NOT limit_held, limit_held = false
 		 WHERE job_id = $1 AND status = 'pending'`, id, after)
