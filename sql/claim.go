@@ -118,7 +118,7 @@ var claimSQL = `
 		 ORDER BY job_id
 		ON CONFLICT (job_id) DO NOTHING
 		RETURNING run_id
-	), leased AS (
+	), ` + limitTakenCTE + `, leased AS (
 		UPDATE job_runs r
 		   SET status = 'leased', leased_by = $1,
 		       leased_until = now() + $3::bigint * interval '1 microsecond',

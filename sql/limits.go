@@ -140,8 +140,7 @@ func (db *DB) ReleaseLimitedRuns(ctx context.Context) (int, error) {
 	err := db.Pool.QueryRow(ctx, `
 		SELECT coalesce(chronos_limit_release(array_agg(l.key), array_agg(1000000)), 0)
 		  FROM limits l
-		 WHERE EXISTS (SELECT 1 FROM job_runs h
-		                WHERE h.limit_key = l.key AND h.limit_held AND h.held AND h.status = 'pending')
+		 WHERE l.held > 0
 		HAVING count(*) > 0`).Scan(&n)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
@@ -153,7 +152,8 @@ func (db *DB) ReleaseLimitedRuns(ctx context.Context) (int, error) {
 }
 
 // RecountLimits sets each key's in_flight to the runs of the key leased
-// or running, and returns the keys it corrected. The triggers keep the
+// or running, and held to those held for it, and returns the keys it
+// corrected. The triggers keep the
 // count on every path; this repairs a count a hand-written statement with
 // triggers disabled (or a key re-created while its runs were in flight)
 // left wrong. Each key is counted under its row's lock, by a statement
@@ -186,22 +186,23 @@ func (db *DB) recountLimit(ctx context.Context, key string) (bool, error) {
 		return false, fmt.Errorf("recount limit: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	var had int
-	if err := tx.QueryRow(ctx, "SELECT in_flight FROM limits WHERE key = $1 FOR UPDATE", key).Scan(&had); err != nil {
+	var had, hadHeld int
+	if err := tx.QueryRow(ctx, "SELECT in_flight, held FROM limits WHERE key = $1 FOR UPDATE", key).Scan(&had, &hadHeld); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
 		}
 		return false, mapErr(err, "recount limit")
 	}
-	var now int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM job_runs
-		 WHERE limit_key = $1 AND status IN ('leased', 'running')`, key).Scan(&now); err != nil {
+	var now, held int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status IN ('leased', 'running')),
+		       count(*) FILTER (WHERE status = 'pending' AND limit_held AND held)
+		  FROM job_runs WHERE limit_key = $1 AND status IN ('pending', 'leased', 'running')`, key).Scan(&now, &held); err != nil {
 		return false, mapErr(err, "recount limit")
 	}
-	if now == had {
+	if now == had && held == hadHeld {
 		return false, nil
 	}
-	if _, err := tx.Exec(ctx, "UPDATE limits SET in_flight = $2 WHERE key = $1", key, now); err != nil {
+	if _, err := tx.Exec(ctx, "UPDATE limits SET in_flight = $2, held = $3 WHERE key = $1", key, now, held); err != nil {
 		return false, mapErr(err, "recount limit")
 	}
 	return true, mapErr(tx.Commit(ctx), "recount limit")

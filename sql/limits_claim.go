@@ -13,11 +13,6 @@ package sql
 //   - limit_held holds them (held, limit_held): out of the claimable
 //     index, they cost later claims nothing until a slot frees and the
 //     completion's trigger releases one (migration 022).
-//
-// The leases themselves move in_flight and tokens, through the trigger on
-// job_runs, in this statement and under these locks. A key with no row
-// (deleted while its runs waited) is no limit. A run granted room that the
-// job's overlap lock then refuses stays pending, unheld: it took nothing.
 const limitClaimCTEs = `limit_rows AS (
 		SELECT l.key, chronos_limit_room(l) AS room
 		  FROM limits l
@@ -34,4 +29,24 @@ const limitClaimCTEs = `limit_rows AS (
 		UPDATE job_runs r SET held = true, limit_held = true
 		  FROM over_limit o
 		 WHERE r.id = o.id AND r.scheduled_at = o.scheduled_at
+	)`
+
+// limitTakenCTE, after the overlap lock's CTE (locked), adds the runs the
+// claim leases to their keys' in_flight and takes a token each, under the
+// same locks: exactly the picked runs neither over their limit nor
+// refused the overlap lock (leased leases all of those: picked holds
+// their row locks). A run granted room that the overlap lock then refuses
+// stays pending, unheld: it took nothing. A key with no row (deleted
+// while its runs waited) is no limit. Runs leave in_flight through the
+// triggers of migration 022, whatever statement takes them out.
+const limitTakenCTE = `limit_taken AS (
+		UPDATE limits l
+		   SET in_flight = l.in_flight + t.n,
+		       tokens = CASE WHEN l.rate IS NULL THEN 0 ELSE chronos_limit_tokens(l, clock_timestamp()) - t.n END,
+		       refilled_at = CASE WHEN l.rate IS NULL THEN l.refilled_at ELSE clock_timestamp() END
+		  FROM (SELECT limit_key, count(*) AS n FROM picked
+		         WHERE limit_key IS NOT NULL AND id NOT IN (SELECT id FROM over_limit)
+		           AND (NOT exclusive OR id IN (SELECT run_id FROM locked))
+		         GROUP BY limit_key) t
+		 WHERE l.key = t.limit_key
 	)`

@@ -172,7 +172,8 @@ func TestLimitConcurrencyNeverExceeded(t *testing.T) {
 func limitState(t testing.TB, db *sql.DB, key string) (inFlight, active, held int) {
 	t.Helper()
 	err := db.Pool.QueryRow(context.Background(), `
-		SELECT (SELECT in_flight FROM limits WHERE key = $1),
+		SELECT (SELECT in_flight FROM limits WHERE key = $1 AND held = (SELECT count(*) FROM job_runs
+		         WHERE limit_key = $1 AND limit_held AND held AND status = 'pending')),
 		       (SELECT count(*) FROM job_runs WHERE limit_key = $1 AND status IN ('leased', 'running')),
 		       (SELECT count(*) FROM job_runs WHERE limit_key = $1 AND limit_held AND held AND status = 'pending')`,
 		key).Scan(&inFlight, &active, &held)
@@ -365,5 +366,12 @@ func TestLimitCountsEveryExit(t *testing.T) {
 	}
 	if fixed, err := db.RecountLimits(ctx); err != nil || len(fixed) != 0 {
 		t.Fatalf("recount: %v, %v; want nothing to fix", fixed, err)
+	}
+	// A count gone wrong behind the triggers' back is repaired.
+	if _, err := db.Pool.Exec(ctx, "UPDATE limits SET in_flight = 7, held = 3 WHERE key = 'other'"); err != nil {
+		t.Fatal(err)
+	}
+	if fixed, err := db.RecountLimits(ctx); err != nil || len(fixed) != 1 || fixed[0] != "other" {
+		t.Fatalf("recount: %v, %v; want other fixed", fixed, err)
 	}
 }

@@ -3,12 +3,16 @@
 -- instance (the database is the one place they all meet).
 --
 -- limits holds the declared keys and their state:
---   in_flight    runs of the key leased or running. Written only by the
---                triggers below, on every transition into or out of
---                leased/running, whatever statement makes it; the claim
---                reads it under the row's lock (FOR UPDATE), so two
---                instances claiming at once take turns on a key and never
---                together grant more than max_concurrency.
+--   in_flight    runs of the key leased or running. The claim (the one
+--                statement that leases runs) adds those it leases, under
+--                the row's lock (FOR UPDATE), which it reads the count
+--                under: two instances claiming at once take turns on a
+--                key and never together grant more than max_concurrency.
+--                The triggers below take off every run that leaves
+--                leased/running, whatever statement makes it leave.
+--   held         runs of the key held for it (see below), kept by the
+--                same triggers: a key with none costs a completion no
+--                look for runs to release.
 --   tokens,      a token bucket for rate per per_seconds (capacity rate):
 --   refilled_at  the bucket as of refilled_at; a lease takes one token.
 --
@@ -33,6 +37,7 @@ CREATE TABLE limits (
     rate            integer CHECK (rate BETWEEN 1 AND 1000000),
     per_seconds     integer CHECK (per_seconds BETWEEN 1 AND 86400),
     in_flight       integer NOT NULL DEFAULT 0,
+    held            integer NOT NULL DEFAULT 0,
     tokens          double precision NOT NULL DEFAULT 0,
     refilled_at     timestamptz NOT NULL DEFAULT now(),
     created_at      timestamptz NOT NULL DEFAULT now(),
@@ -84,7 +89,7 @@ BEGIN
          WHERE r.id = ANY (ARRAY(
              SELECT h.id
                FROM unnest(p_keys, p_want) AS k(key, want)
-               JOIN limits l ON l.key = k.key,
+               JOIN limits l ON l.key = k.key AND l.held > 0,
                     LATERAL (SELECT h.id FROM job_runs h
                               WHERE h.limit_key = k.key AND h.limit_held AND h.held AND h.status = 'pending'
                               ORDER BY h.available_at, h.id
@@ -97,12 +102,14 @@ BEGIN
 END
 $$;
 
--- chronos_limit_account applies the runs that entered (leased) and left
--- leased/running in one statement to their keys' rows, locked in key
--- order (as the claim locks them), then releases a held run for each
--- slot freed.
-CREATE FUNCTION chronos_limit_account(p_keys text[], p_entered integer[], p_left integer[]) RETURNS void
-    LANGUAGE plpgsql AS $$
+-- chronos_limit_account applies, per key, the runs of one statement that
+-- left leased/running and that were held or unheld for their limit
+-- (limit_held AND held AND pending) to the keys' rows, locked in key
+-- order (as the claim locks them), then releases a held run for each slot
+-- freed where the key holds any. (Runs enter leased only by the claim,
+-- which counts them itself, under the locks it already holds.)
+CREATE FUNCTION chronos_limit_account(p_keys text[], p_left integer[], p_held integer[])
+    RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     freed_keys text[];
     freed      integer[];
@@ -111,64 +118,71 @@ BEGIN
         RETURN;
     END IF;
     PERFORM 1 FROM limits WHERE key = ANY (p_keys) ORDER BY key FOR UPDATE;
-    WITH d AS (
-        SELECT * FROM unnest(p_keys, p_entered, p_left) AS d(k, entered, gone)
-    ), u AS (
+    WITH u AS (
         UPDATE limits l
-           SET in_flight = greatest(0, l.in_flight + d.entered - d.gone),
-               tokens = CASE WHEN l.rate IS NULL THEN 0
-                             ELSE chronos_limit_tokens(l, clock_timestamp()) - d.entered END,
-               refilled_at = clock_timestamp()
-          FROM d
+           SET in_flight = greatest(0, l.in_flight - d.gone), held = greatest(0, l.held + d.held)
+          FROM unnest(p_keys, p_left, p_held) AS d(k, gone, held)
          WHERE l.key = d.k
-        RETURNING l.key AS k, d.gone)
-    SELECT array_agg(u.k), array_agg(u.gone) INTO freed_keys, freed FROM u WHERE u.gone > 0;
+        RETURNING l.key AS k, d.gone, l.held)
+    SELECT array_agg(u.k), array_agg(u.gone) INTO freed_keys, freed FROM u WHERE u.gone > 0 AND u.held > 0;
     IF freed_keys IS NOT NULL THEN
         PERFORM chronos_limit_release(freed_keys, freed);
     END IF;
 END
 $$;
 
--- After any UPDATE of job_runs: count, per key, the runs that entered
--- leased/running (a claim) and those that left it (a completion, a retry,
--- a release, a reclaim). A statement without a keyed run returns at the
--- first check.
+-- After any UPDATE of job_runs: count, per key, the runs that left
+-- leased/running (a completion, a retry, a release, a reclaim) and those
+-- held or unheld for their limit. A statement that did neither to a
+-- keyed run (a claim that held nothing, a start, a renewal) returns at
+-- the first check.
 CREATE FUNCTION chronos_runs_limit_update() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    v_keys    text[];
-    v_entered integer[];
-    v_left   integer[];
+    v_keys text[];
+    v_left integer[];
+    v_held integer[];
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM new_runs WHERE limit_key IS NOT NULL) THEN
+    IF NOT EXISTS (SELECT 1 FROM old_runs
+                    WHERE limit_key IS NOT NULL AND (status IN ('leased', 'running') OR limit_held AND held))
+       AND NOT EXISTS (SELECT 1 FROM new_runs WHERE limit_key IS NOT NULL AND limit_held AND held) THEN
         RETURN NULL;
     END IF;
-    SELECT array_agg(key ORDER BY key), array_agg(e ORDER BY key), array_agg(l ORDER BY key)
-      INTO v_keys, v_entered, v_left
-      FROM (SELECT coalesce(n.limit_key, o.limit_key) AS key,
-                   (count(*) FILTER (WHERE n.status IN ('leased', 'running')
-                                       AND o.status NOT IN ('leased', 'running')))::integer AS e,
-                   (count(*) FILTER (WHERE o.status IN ('leased', 'running')
-                                       AND n.status NOT IN ('leased', 'running')))::integer AS l
-              FROM new_runs n JOIN old_runs o ON o.id = n.id AND o.scheduled_at = n.scheduled_at
-             WHERE n.limit_key IS NOT NULL AND n.status IS DISTINCT FROM o.status
-             GROUP BY 1) c
-     WHERE e > 0 OR l > 0;
-    PERFORM chronos_limit_account(coalesce(v_keys, '{}'), v_entered, v_left);
+    SELECT array_agg(key ORDER BY key), array_agg(l ORDER BY key), array_agg(h ORDER BY key)
+      INTO v_keys, v_left, v_held
+      FROM (SELECT key, sum(l)::integer AS l, sum(h)::integer AS h
+              FROM (SELECT n.limit_key AS key, 0 AS l,
+                           (n.limit_held AND n.held AND n.status = 'pending')::integer AS h
+                      FROM new_runs n
+                     WHERE n.limit_key IS NOT NULL AND n.limit_held AND n.held
+                    UNION ALL
+                    SELECT o.limit_key,
+                           (o.status IN ('leased', 'running') AND n.status NOT IN ('leased', 'running'))::integer,
+                           -(o.limit_held AND o.held AND o.status = 'pending')::integer
+                      FROM new_runs n JOIN old_runs o ON o.id = n.id AND o.scheduled_at = n.scheduled_at
+                     WHERE o.limit_key IS NOT NULL) c
+             GROUP BY key) s
+     WHERE l <> 0 OR h <> 0;
+    PERFORM chronos_limit_account(coalesce(v_keys, '{}'), v_left, v_held);
     RETURN NULL;
 END
 $$;
 
 CREATE FUNCTION chronos_runs_limit_delete() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
-    v_keys  text[];
+    v_keys text[];
     v_left integer[];
+    v_held integer[];
 BEGIN
-    SELECT array_agg(key ORDER BY key), array_agg(l ORDER BY key) INTO v_keys, v_left
-      FROM (SELECT o.limit_key AS key, count(*)::integer AS l FROM old_runs o
-             WHERE o.limit_key IS NOT NULL AND o.status IN ('leased', 'running')
-             GROUP BY 1) c;
+    SELECT array_agg(key ORDER BY key), array_agg(l ORDER BY key), array_agg(-h ORDER BY key) INTO v_keys, v_left, v_held
+      FROM (SELECT o.limit_key AS key,
+                   (count(*) FILTER (WHERE o.status IN ('leased', 'running')))::integer AS l,
+                   (count(*) FILTER (WHERE o.limit_held AND o.held AND o.status = 'pending'))::integer AS h
+              FROM old_runs o
+             WHERE o.limit_key IS NOT NULL
+             GROUP BY 1) c
+     WHERE l > 0 OR h > 0;
     IF v_keys IS NOT NULL THEN
-        PERFORM chronos_limit_account(v_keys, array_fill(0, ARRAY[cardinality(v_keys)]), v_left);
+        PERFORM chronos_limit_account(v_keys, v_left, v_held);
     END IF;
     RETURN NULL;
 END
