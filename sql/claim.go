@@ -210,6 +210,9 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 		return nil, fmt.Errorf("claim runs: lease duration %v is not positive", lease)
 	}
 	rows, err := db.Pool.QueryIndexWalk(ctx, claimSQL, worker, n, micros(lease), max(0, micros(ahead)))
+	if beforeLimits(err) {
+		rows, err = db.Pool.QueryIndexWalk(ctx, claimSQLBeforeLimits, worker, n, micros(lease), max(0, micros(ahead)))
+	}
 	if err != nil {
 		return nil, mapErr(err, "claim runs")
 	}

@@ -1,5 +1,7 @@
 package sql
 
+import "strings"
+
 // limitClaimCTEs are the claim's limit check (see claimSQL), between the
 // runs it picked and the runs it leases:
 //
@@ -50,3 +52,22 @@ const limitTakenCTE = `limit_taken AS (
 		         GROUP BY limit_key) t
 		 WHERE l.key = t.limit_key
 	)`
+
+// claimSQLBeforeLimits is claimSQL without the limit check, for a
+// database not yet migrated to 022 (limits): a new binary keeps
+// delivering while the migration is still to run or running, as an
+// older one did.
+var claimSQLBeforeLimits = strings.NewReplacer(
+	", r.limit_key,", ",",
+	"), "+limitClaimCTEs+", locked AS (", "), locked AS (",
+	" AND id NOT IN (SELECT id FROM over_limit)", "",
+	"), "+limitTakenCTE+", leased AS (", "), leased AS (",
+	"\n\t\t   AND picked.id NOT IN (SELECT id FROM over_limit)", "",
+).Replace(claimSQL)
+
+// beforeLimits reports whether err says the database lacks migration
+// 022's columns (undefined column or table).
+func beforeLimits(err error) bool {
+	c := pgCode(err)
+	return (c == "42703" || c == "42P01") && strings.Contains(err.Error(), "limit")
+}

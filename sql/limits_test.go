@@ -3,6 +3,7 @@ package sql_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -373,5 +374,19 @@ func TestLimitCountsEveryExit(t *testing.T) {
 	}
 	if fixed, err := db.RecountLimits(ctx); err != nil || len(fixed) != 1 || fixed[0] != "other" {
 		t.Fatalf("recount: %v, %v; want other fixed", fixed, err)
+	}
+}
+
+// TestClaimBeforeLimits: the claim without the limit check is the claim
+// with none of its parts left.
+func TestClaimBeforeLimits(t *testing.T) {
+	t.Parallel()
+	for _, part := range []string{"limit_key", "over_limit", "limit_rows", "limit_taken", "limits"} {
+		if strings.Contains(sql.ClaimSQLBeforeLimitsForTest, part) {
+			t.Errorf("the claim before limits still has %q:\n%s", part, sql.ClaimSQLBeforeLimitsForTest)
+		}
+	}
+	if !strings.Contains(sql.ClaimSQLBeforeLimitsForTest, "), locked AS (") || !strings.Contains(sql.ClaimSQLBeforeLimitsForTest, "), leased AS (") {
+		t.Errorf("the claim before limits lost its CTEs:\n%s", sql.ClaimSQLBeforeLimitsForTest)
 	}
 }

@@ -31,6 +31,39 @@
 -- freed slots (oldest first); the leader's limit loop releases those a
 -- refilled bucket allows (sql/limits.go). A released run that finds the
 -- key full again (another instance took the slot) is simply held again.
+-- Online: the locks first, job_runs then jobs, as chronos_migration_lock
+-- of migration 019 took them (chronos_limits_lock, dropped at the end): waiting at most 200 ms for the first and not
+-- at all for the second, retrying after a pause, so the migration never
+-- holds one while waiting for the other behind a claim or a completion
+-- (which take job_runs, then jobs), and never queues the workload behind
+-- it for long. Then everything below is catalogue changes, two triggers,
+-- and two partial indexes whose build scans job_runs under that lock (an
+-- empty index: no run has a key yet; on a large job_runs, run the
+-- migration at a quiet moment).
+CREATE FUNCTION chronos_limits_lock() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    tries int := 0;
+BEGIN
+    PERFORM set_config('lock_timeout', '200ms', true);
+    LOOP
+        BEGIN
+            LOCK TABLE job_runs IN ACCESS EXCLUSIVE MODE;
+            LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE NOWAIT;
+            RETURN;
+        EXCEPTION WHEN lock_not_available THEN
+            tries := tries + 1;
+            IF tries >= 50 THEN
+                -- lock_not_available: the migration runner tries again later.
+                RAISE EXCEPTION 'limits: no lock on job_runs and jobs after % tries', tries
+                    USING ERRCODE = 'lock_not_available';
+            END IF;
+            PERFORM pg_sleep(0.1 + random() * 0.2);
+        END;
+    END LOOP;
+END
+$$;
+SELECT chronos_limits_lock();
+
 CREATE TABLE limits (
     key             text PRIMARY KEY CHECK (key ~ '^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$'),
     max_concurrency integer CHECK (max_concurrency BETWEEN 1 AND 1000000),
@@ -205,3 +238,5 @@ $$;
 
 CREATE TRIGGER job_runs_limit_key BEFORE INSERT ON job_runs
     FOR EACH ROW EXECUTE FUNCTION chronos_runs_limit_key();
+
+DROP FUNCTION chronos_limits_lock();
