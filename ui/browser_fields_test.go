@@ -127,7 +127,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 		"payload": `{"report":"daily"}`, "timeout_seconds": 12, "max_retries": 7, "backoff": chronos.BackoffLinear,
 		"backoff_base_seconds": 1.5, "backoff_max_seconds": 90.0, "overlap": chronos.OverlapQueueOne, "on_dead_url": "http://127.0.0.1:9/dead",
 		"limit_key": "api.example",
-		"misfire": chronos.MisfireAll, "jitter_seconds": 30, "starting_deadline_seconds": 120,
+		"misfire":   chronos.MisfireAll, "jitter_seconds": 30, "starting_deadline_seconds": 120,
 		"starts_at": time.Date(2030, 1, 1, 0, 0, 0, 0, berlin).UTC(), "ends_at": time.Date(2040, 6, 30, 12, 0, 0, 0, berlin).UTC(),
 		"exclude": []chronos.DateRange{{From: "2030-12-24", To: "2030-12-26"}, {From: "2031-01-01", To: "2031-01-01"}},
 	}
