@@ -59,6 +59,12 @@ const (
 	// AlertFailed, AlertExpired), Attempt the attempt at sending it,
 	// StatusCode and Error the answer.
 	EventDeadAlert EventType = "alert.dead_run"
+	// EventLimitChanged: a limit was put or deleted through this
+	// instance's API; Op is "put" or "deleted", Key the limit's key.
+	EventLimitChanged EventType = "limit.changed"
+	// EventLimitReleased: the leader released Count runs held for their
+	// limits, which a refilled rate bucket or a freed slot let start.
+	EventLimitReleased EventType = "limit.released"
 )
 
 // Outcomes of a dead-run alert (Event.Op of EventDeadAlert), each a label
@@ -138,6 +144,7 @@ type Event struct {
 	ScheduledAt *time.Time `json:"scheduled_at,omitempty"` // of the run, for schedule lag
 	StartedAt   *time.Time `json:"started_at,omitempty"`   // of the attempt
 	CreatedAt   *time.Time `json:"created_at,omitempty"`   // of the run, for trigger-to-start latency
+	Key         string     `json:"key,omitempty"`          // of a limit (EventLimitChanged)
 }
 
 // WakesDispatcher reports whether e may mean that runs are ready to claim.

@@ -50,6 +50,10 @@ type Job struct {
 	// OnDeadURL, when set, receives a signed alert each time a run of the
 	// job goes dead (see DeadRunAlert); nil: none.
 	OnDeadURL *string `json:"on_dead_url"`
+
+	// LimitKey names the Limit the job's runs share with every other job
+	// naming it (see limit.go); nil: none.
+	LimitKey *string `json:"limit_key"`
 }
 
 // Defaults and limits of job fields.
@@ -183,6 +187,11 @@ func (j *Job) Validate() error {
 		// same transport, under the same address policy.
 		if err := ValidateTargetURL(*j.OnDeadURL); err != nil {
 			f["on_dead_url"] = err.Error()
+		}
+	}
+	if j.LimitKey != nil {
+		if err := ValidateLimitKey("limit_key", *j.LimitKey); err != nil {
+			f["limit_key"] = err.(*Error).Fields["limit_key"]
 		}
 	}
 	if !allowedMethods[j.Method] {

@@ -30,6 +30,7 @@ type JobUpdate struct {
 	Overlap            Opt[OverlapPolicy]     `json:"overlap"`
 	Enabled            Opt[bool]              `json:"enabled"`
 	OnDeadURL          Opt[string]            `json:"on_dead_url"`
+	LimitKey           Opt[string]            `json:"limit_key"`
 
 	StartsAt                Opt[time.Time]     `json:"starts_at"`
 	EndsAt                  Opt[time.Time]     `json:"ends_at"`
@@ -133,6 +134,14 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 		if !u.OnDeadURL.Null && u.OnDeadURL.Value != "" {
 			v := u.OnDeadURL.Value
 			j.OnDeadURL = &v
+		}
+	}
+	if u.LimitKey.Set {
+		// null (or "") clears it: no limit.
+		j.LimitKey = nil
+		if !u.LimitKey.Null && u.LimitKey.Value != "" {
+			v := u.LimitKey.Value
+			j.LimitKey = &v
 		}
 	}
 	if nonNull("timeout_seconds", u.TimeoutSeconds.Set, u.TimeoutSeconds.Null) {

@@ -16,6 +16,7 @@ var tinySizes = Sizes{
 	Runs: 1000, Triggers: 30, LoadRate: 200, Jobs: 3, Duration: 3 * time.Second, Idle: 3 * time.Second,
 	ScaleJobs: 20_000, BurstJobs: 200, HerdJobs: 500, Clients: 8, CreateJobs: 200,
 	SustainedRate: 100, SustainedDuration: 5 * time.Second,
+	LimitRuns: 500,
 }
 
 // scenarioResult is the JSON a scenario run prints.
@@ -186,6 +187,11 @@ func TestScenarios(t *testing.T) {
 				f.equal("created", 200)
 			},
 		},
+		"limits": {check: func(f figures) {
+			f.positive("unlimited_runs_per_s", "limited_runs_per_s", "unlimited_again_runs_per_s", "limited_vs_unlimited")
+			f.equal("duplicate_deliveries", 0)
+			f.equal("runs_started_over_limit", 0)
+		}},
 		"sustained": {check: func(f figures) {
 			f.positive("offered_per_s", "delivered_per_s", "lag_p99", "job_runs_mib")
 			f.equal("duplicate_deliveries", 0)

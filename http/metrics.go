@@ -122,6 +122,7 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 	)
 	m.reg.MustRegister(workMetrics(probe)...)
 	m.reg.MustRegister(newQueueCollector(db, log))
+	m.reg.MustRegister(newLimitCollector(db, log))
 	// Status labels known up front, so the families show from the start.
 	for _, s := range []chronos.RunStatus{chronos.StatusSucceeded, chronos.StatusPending, chronos.StatusDead} {
 		m.runs.WithLabelValues(string(s))

@@ -19,6 +19,7 @@ func (r *Reactor) leaderWork(ctx context.Context) {
 	wg.Go(func() { newPruner(r).run(ctx) })
 	wg.Go(func() { newQueueStats(r).run(ctx) })
 	wg.Go(func() { newPlanStats(r).run(ctx) })
+	wg.Go(func() { newLimiter(r).run(ctx) })
 	wg.Wait()
 	r.log.Info("leader work stopped")
 }

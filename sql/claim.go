@@ -93,12 +93,14 @@ func fenceArgs(l Lease, more ...any) []any {
 // scan and sort of every due run look cheaper (and it did: 40 ms per claim
 // with 40,000 runs due, against under 1 ms for the walk).
 //
+// Runs over their key's limit are held, not leased (limitClaimCTEs).
+//
 // And one kind is refused for good: a scheduled run, never attempted, of
 // a job with a starting deadline, whose available_at is further in the
 // past than that deadline. The leader marks it missed (expiredSQL).
 var claimSQL = `
 	WITH picked AS (
-		SELECT r.id, r.scheduled_at, r.job_id, r.available_at,
+		SELECT r.id, r.scheduled_at, r.job_id, r.available_at, r.limit_key,
 		       (SELECT j.overlap <> 'allow' FROM jobs j WHERE j.id = r.job_id) AS exclusive
 		  FROM job_runs r
 		 WHERE r.status = 'pending' AND NOT r.held
@@ -107,16 +109,16 @@ var claimSQL = `
 		 ORDER BY r.available_at, r.id
 		 LIMIT $2
 		   FOR UPDATE OF r SKIP LOCKED
-	), locked AS (
+	), ` + limitClaimCTEs + `, locked AS (
 		INSERT INTO job_run_locks (job_id, run_id)
 		SELECT job_id, id FROM (
 			SELECT DISTINCT ON (job_id) job_id, id FROM picked
-			 WHERE exclusive
+			 WHERE exclusive AND id NOT IN (SELECT id FROM over_limit)
 			 ORDER BY job_id, available_at, id) first
 		 ORDER BY job_id
 		ON CONFLICT (job_id) DO NOTHING
 		RETURNING run_id
-	), leased AS (
+	), ` + limitTakenCTE + `, leased AS (
 		UPDATE job_runs r
 		   SET status = 'leased', leased_by = $1,
 		       leased_until = now() + $3::bigint * interval '1 microsecond',
@@ -124,6 +126,7 @@ var claimSQL = `
 		  FROM picked
 		 WHERE r.id = picked.id AND r.scheduled_at = picked.scheduled_at
 		   AND (NOT picked.exclusive OR picked.id IN (SELECT run_id FROM locked))
+		   AND picked.id NOT IN (SELECT id FROM over_limit)
 		RETURNING ` + qualified("r", claimRunColumns) + `
 	)
 	SELECT ` + qualified("l", claimRunColumns) + `, ` + qualified("j", claimJobColumns) + `,
@@ -207,6 +210,9 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 		return nil, fmt.Errorf("claim runs: lease duration %v is not positive", lease)
 	}
 	rows, err := db.Pool.QueryIndexWalk(ctx, claimSQL, worker, n, micros(lease), max(0, micros(ahead)))
+	if beforeLimits(err) {
+		rows, err = db.Pool.QueryIndexWalk(ctx, claimSQLBeforeLimits, worker, n, micros(lease), max(0, micros(ahead)))
+	}
 	if err != nil {
 		return nil, mapErr(err, "claim runs")
 	}

@@ -68,6 +68,9 @@ func mapErr(err error, what string) error {
 	case "23502": // not_null_violation
 		return chronos.InvalidFields(map[string]string{pe.ColumnName: "is required"})
 	case "23503": // foreign_key_violation: the job (or run) is gone
+		if pe.ConstraintName == "jobs_limit_key_fkey" { // or the job's limit is
+			return chronos.InvalidFields(map[string]string{"limit_key": "names no limit: create it first (PUT /v1/limits/{key})"})
+		}
 		return chronos.Errorf(chronos.ENOTFOUND, "%s: not found", what)
 	case "23505": // unique_violation
 		if pe.ConstraintName == "jobs_name_key" {

@@ -41,6 +41,8 @@ func CreateStats(db *DB) (batches int64, queued int) {
 var (
 	ClaimSQLForTest    = claimSQL
 	CompleteSQLForTest = completeSQL
+	// ClaimSQLBeforeLimitsForTest is the claim on a database before 022.
+	ClaimSQLBeforeLimitsForTest = claimSQLBeforeLimits
 )
 
 // FenceForTest is the WHERE clause of a worker's write of its run.

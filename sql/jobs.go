@@ -29,6 +29,9 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	if err := j.Validate(); err != nil {
 		return err
 	}
+	if err := db.checkLimitKey(ctx, j); err != nil {
+		return err
+	}
 	if idempotencyFrom(ctx) == nil {
 		// Concurrent creates share one insert and one commit (creates.go).
 		return db.createCoalesced(ctx, j)
@@ -244,9 +247,12 @@ func (db *DB) updateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 	if err := reoverlap(ctx, tx, id, old.Overlap, j.Overlap); err != nil {
 		return nil, err
 	}
+	if err := relimit(ctx, tx, id, old.LimitKey, j.LimitKey); err != nil {
+		return nil, err
+	}
 
 	args := append(append(append([]any{id}, jobArgs(j, next)...), secretHeadersArg(j)), policyArgs(j)...)
-	args = append(args, j.Description, labelsArg(j), j.OnDeadURL)
+	args = append(args, j.Description, labelsArg(j), j.OnDeadURL, j.LimitKey)
 	// The schedule row in a CTE of the same statement: RETURNING does not
 	// see it (one snapshot), so next_run_at is set from next below.
 	var stored jobScan
@@ -262,7 +268,7 @@ func (db *DB) updateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		       backoff_base_seconds = $13, backoff_max_seconds = $14, overlap = $15, enabled = $16,
 		       secret_headers = $18, starts_at = $19, ends_at = $20, misfire = $21,
 		       starting_deadline_seconds = $22, jitter_seconds = $23, exclude = $24, description = $25, labels = $26,
-		       on_dead_url = $27, updated_at = now()
+		       on_dead_url = $27, limit_key = $28, updated_at = now()
 		 WHERE id = $1
 		RETURNING `+jobColumns, args...).Scan(stored.dest()...)
 	if err != nil {

@@ -21,15 +21,15 @@ const MaxJobBatch = 1000
 
 // jobInsertColumns are the columns of a created job, in the order of
 // jobArgs, secretHeadersArg, signing secrets, policyArgs, then created_at
-// (twice: updated_at too), description, labels, on_dead_url.
+// (twice: updated_at too), description, labels, on_dead_url, limit_key.
 const jobInsertColumns = `name, cron_expr, run_at, timezone, target_url, method, headers, payload,
 	timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds,
 	overlap, enabled, next_run_at, secret_headers, signing_secrets, starts_at, ends_at, misfire,
 	starting_deadline_seconds, jitter_seconds, exclude, created_at, updated_at, description, labels,
-	on_dead_url`
+	on_dead_url, limit_key`
 
 // jobArgCount is the number of arguments of one job in insertJobs.
-const jobArgCount = 30
+const jobArgCount = 31
 
 // preparedJob is a validated job and the arguments of its row.
 type preparedJob struct {
@@ -67,7 +67,7 @@ func prepareJob(ctx context.Context, j *chronos.Job, now time.Time) ([]any, erro
 	}
 	args := append(append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets)), policyArgs(j)...)
 	return append(args, j.CreatedAt, j.Description, labelsArg(j), chronos.ActorFrom(ctx),
-		chronos.CreationChanges(j), j.OnDeadURL), nil
+		chronos.CreationChanges(j), j.OnDeadURL, j.LimitKey), nil
 }
 
 // insertJobsSQL is the statement that inserts n jobs, their schedule rows
@@ -95,8 +95,8 @@ func insertJobsSQL(n int) string {
 			}
 			b.WriteString(p(o, k) + ", ")
 		}
-		// created_at, updated_at, description, labels, on_dead_url
-		b.WriteString(p(o, 25) + ", " + p(o, 25) + ", " + p(o, 26) + ", " + p(o, 27) + ", " + p(o, 30) + ")")
+		// created_at, updated_at, description, labels, on_dead_url, limit_key
+		b.WriteString(p(o, 25) + ", " + p(o, 25) + ", " + p(o, 26) + ", " + p(o, 27) + ", " + p(o, 30) + ", " + p(o, 31) + ")")
 	}
 	b.WriteString("\n\tON CONFLICT DO NOTHING\n\tRETURNING id, name, enabled, cron_expr, created_at, updated_at\n), v AS (\n" +
 		"\tSELECT * FROM (VALUES ")
@@ -255,6 +255,9 @@ func (db *DB) CreateJobs(ctx context.Context, jobs []*chronos.Job) error {
 			if dup {
 				errs[i] = nameTaken("create job")
 			}
+		}
+		if err := checkLimitKeys(ctx, tx, prepared, errs); err != nil {
+			return nil, err
 		}
 		// The rest are inserted even when some failed, to name every
 		// taken name at once; a failure rolls them back.

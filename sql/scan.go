@@ -12,7 +12,7 @@ const (
 	jobColumns = "id, name, cron_expr, run_at, timezone, target_url, method, headers, payload, " +
 		"timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds, overlap, " +
 		"enabled, " + nextRunAtColumn + ", created_at, updated_at, secret_headers, signing_secrets, starts_at, ends_at, misfire, " +
-		"starting_deadline_seconds, jitter_seconds, exclude, description, labels, on_dead_url"
+		"starting_deadline_seconds, jitter_seconds, exclude, description, labels, on_dead_url, limit_key"
 	runColumns = "id, job_id, scheduled_at, trigger, catch_up, redrive_of, status, attempt_count, " +
 		"available_at, leased_by, leased_until, started_at, finished_at, last_error, last_status_code, created_at, fire_at"
 	attemptColumns = "run_id, attempt, worker_id, started_at, finished_at, status_code, error, response_body, duration_ms"
@@ -57,7 +57,7 @@ func (s *jobScan) dest() []any {
 		&s.payload, &j.TimeoutSeconds, &j.MaxRetries, &j.Backoff, &j.BackoffBaseSeconds, &j.BackoffMaxSeconds,
 		&j.Overlap, &j.Enabled, &j.NextRunAt, &j.CreatedAt, &j.UpdatedAt, &j.SecretHeaders, &s.secrets, &j.StartsAt,
 		&j.EndsAt, &j.Misfire, &j.StartingDeadlineSeconds, &j.JitterSeconds, &j.Exclude, &j.Description, &j.Labels,
-		&j.OnDeadURL}
+		&j.OnDeadURL, &j.LimitKey}
 }
 
 func (s *jobScan) job() *chronos.Job {

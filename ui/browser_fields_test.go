@@ -75,6 +75,9 @@ func TestBrowserEditsEveryField(t *testing.T) {
 	bg := context.Background()
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "edit-me", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/old"})
 	id := strconv.FormatInt(j.ID, 10)
+	if _, err := e.in.DB.PutLimit(bg, &chronos.Limit{Key: "api.example", MaxConcurrency: ptr(5)}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, blog := newBrowser(t, 1280, 900, false)
 	base := e.srv.URL
 	run(t, ctx, "sign in",
@@ -101,7 +104,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 		{"method", "PUT"}, {"target_url", "http://127.0.0.1:9/new"},
 		{"headers", "X-Env: prod\nX-Api-Key: k-123"}, {"secret_headers", "X-Api-Key"}, {"payload", `{"report": "daily"}`},
 		{"timeout_seconds", "12"}, {"max_retries", "7"}, {"backoff", "linear"}, {"backoff_base_seconds", "1.5"}, {"backoff_max_seconds", "90"},
-		{"overlap", "queue_one"}, {"on_dead_url", "http://127.0.0.1:9/dead"},
+		{"overlap", "queue_one"}, {"on_dead_url", "http://127.0.0.1:9/dead"}, {"limit_key", "api.example"},
 		{"misfire", "all"}, {"jitter_seconds", "30"}, {"starting_deadline_seconds", "120"},
 		{"starts_at", "2030-01-01T00:00:00"}, {"ends_at", "2040-06-30T12:00:00"}, {"exclude", "2030-12-24..2030-12-26\n2031-01-01"},
 	}
@@ -123,7 +126,8 @@ func TestBrowserEditsEveryField(t *testing.T) {
 		"headers": map[string]string{"X-Env": "prod", "X-Api-Key": chronos.Redacted}, "secret_headers": []string{"X-Api-Key"},
 		"payload": `{"report":"daily"}`, "timeout_seconds": 12, "max_retries": 7, "backoff": chronos.BackoffLinear,
 		"backoff_base_seconds": 1.5, "backoff_max_seconds": 90.0, "overlap": chronos.OverlapQueueOne, "on_dead_url": "http://127.0.0.1:9/dead",
-		"misfire": chronos.MisfireAll, "jitter_seconds": 30, "starting_deadline_seconds": 120,
+		"limit_key": "api.example",
+		"misfire":   chronos.MisfireAll, "jitter_seconds": 30, "starting_deadline_seconds": 120,
 		"starts_at": time.Date(2030, 1, 1, 0, 0, 0, 0, berlin).UTC(), "ends_at": time.Date(2040, 6, 30, 12, 0, 0, 0, berlin).UTC(),
 		"exclude": []chronos.DateRange{{From: "2030-12-24", To: "2030-12-26"}, {From: "2031-01-01", To: "2031-01-01"}},
 	}
@@ -132,7 +136,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 		"timezone": got.Timezone, "method": got.Method, "target_url": got.TargetURL, "headers": got.Headers, "secret_headers": got.SecretHeaders,
 		"payload": string(got.Payload), "timeout_seconds": got.TimeoutSeconds, "max_retries": got.MaxRetries, "backoff": got.Backoff,
 		"backoff_base_seconds": got.BackoffBaseSeconds, "backoff_max_seconds": got.BackoffMaxSeconds, "overlap": got.Overlap,
-		"on_dead_url": deref(got.OnDeadURL), "misfire": got.Misfire, "jitter_seconds": got.JitterSeconds,
+		"on_dead_url": deref(got.OnDeadURL), "limit_key": deref(got.LimitKey), "misfire": got.Misfire, "jitter_seconds": got.JitterSeconds,
 		"starting_deadline_seconds": deref(got.StartingDeadlineSeconds), "starts_at": derefTime(got.StartsAt), "ends_at": derefTime(got.EndsAt),
 		"exclude": got.Exclude,
 	}

@@ -106,6 +106,10 @@ func (c *Console) jobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *sessi
 	base := Prefix + "jobs/" + strconv.FormatInt(id, 10)
 	d := map[string]any{"Job": red, "Headers": red.Headers, "Labels": sortedLabels(red.Labels), "Runs": runs,
 		"Fires": fires, "History": auditRows(entries), "MaxGrace": int(chronos.MaxRotationGrace / time.Second)}
+	if err := c.limitOf(ctx, j, d); err != nil {
+		c.failErr(w, r, s, err)
+		return
+	}
 	if hnext != "" {
 		d["HistoryNextURL"] = base + "?" + url.Values{"hcursor": {hnext}}.Encode() + "#history"
 	}

@@ -24,7 +24,7 @@ type jobForm struct {
 	Method, TargetURL, Headers, Payload          string
 	TimeoutSeconds, MaxRetries, Backoff, Overlap string
 	BackoffBase, BackoffMax                      string
-	SecretHeaders, OnDeadURL                     string
+	SecretHeaders, OnDeadURL, LimitKey           string
 	// Scheduling policies: StartsAt and EndsAt as datetime-local in the
 	// job's zone, Exclude one date or from..to range a line, Deadline ""
 	// for none.
@@ -59,6 +59,9 @@ func formOf(j *chronos.Job) jobForm {
 		Exclude: excludeText(j.Exclude)}
 	if j.OnDeadURL != nil {
 		f.OnDeadURL = *j.OnDeadURL
+	}
+	if j.LimitKey != nil {
+		f.LimitKey = *j.LimitKey
 	}
 	if j.StartingDeadlineSeconds != nil {
 		f.Deadline = strconv.Itoa(*j.StartingDeadlineSeconds)
@@ -99,7 +102,7 @@ func parseForm(v url.Values) jobForm {
 		Method: g("method"), TargetURL: g("target_url"), Headers: v.Get("headers"), Payload: g("payload"),
 		TimeoutSeconds: g("timeout_seconds"), MaxRetries: g("max_retries"), Backoff: g("backoff"), Overlap: g("overlap"),
 		BackoffBase: g("backoff_base_seconds"), BackoffMax: g("backoff_max_seconds"), Enabled: v.Get("enabled") == "true",
-		SecretHeaders: g("secret_headers"), OnDeadURL: g("on_dead_url"), Misfire: g("misfire"), StartsAt: g("starts_at"), EndsAt: g("ends_at"),
+		SecretHeaders: g("secret_headers"), OnDeadURL: g("on_dead_url"), LimitKey: g("limit_key"), Misfire: g("misfire"), StartsAt: g("starts_at"), EndsAt: g("ends_at"),
 		Exclude: v.Get("exclude"), Jitter: g("jitter_seconds"), Deadline: g("starting_deadline_seconds")}
 }
 
@@ -191,6 +194,7 @@ func (f jobForm) update(create bool) (*chronos.JobUpdate, error) {
 func (f jobForm) policies(u *chronos.JobUpdate, bad map[string]string) {
 	u.Misfire = chronos.Some(chronos.MisfirePolicy(cmpOr(f.Misfire, string(chronos.MisfireOne))))
 	u.OnDeadURL = chronos.Some(f.OnDeadURL) // "" clears it
+	u.LimitKey = chronos.Some(f.LimitKey)   // "" clears it
 	u.SecretHeaders = chronos.Some(strings.FieldsFunc(f.SecretHeaders, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }))
 	intField(bad, "jitter_seconds", cmpOr(f.Jitter, "0"), &u.JitterSeconds)
 	u.StartingDeadlineSeconds = chronos.Opt[int]{Set: true, Null: true}
@@ -312,7 +316,7 @@ func fieldErrors(err error) (shown map[string]string, other map[string]string) {
 	for k, v := range e.Fields {
 		switch k {
 		case "name", "description", "labels", "cron_expr", "run_at", "timezone", "target_url", "headers", "payload",
-			"secret_headers", "on_dead_url", "misfire", "starts_at", "ends_at", "exclude", "jitter_seconds", "starting_deadline_seconds",
+			"secret_headers", "on_dead_url", "limit_key", "misfire", "starts_at", "ends_at", "exclude", "jitter_seconds", "starting_deadline_seconds",
 			"timeout_seconds", "max_retries", "backoff", "backoff_base_seconds", "backoff_max_seconds", "overlap":
 			shown[k] = v
 		default:

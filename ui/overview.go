@@ -97,5 +97,11 @@ func (c *Console) overviewPage(w nethttp.ResponseWriter, r *nethttp.Request, s *
 		ch.Ticks = append(ch.Ticks, t)
 	}
 	ch.Summary = fmt.Sprintf("%d runs in the last hour, at most %d in a minute", succeeded+dead, ch.Max)
-	c.render(w, r, s, nethttp.StatusOK, "overview", "Overview", map[string]any{"O": o, "Counts": counts, "Chart": ch, "LagP50": p50, "LagP99": p99})
+	limits, err := c.db.Limits(r.Context())
+	if err != nil {
+		c.failErr(w, r, s, err)
+		return
+	}
+	c.render(w, r, s, nethttp.StatusOK, "overview", "Overview", map[string]any{"O": o, "Counts": counts, "Chart": ch, "LagP50": p50, "LagP99": p99,
+		"Limits": limitRows(limits)})
 }

@@ -89,6 +89,9 @@ func formatEvent(e chronos.Event, color bool) string {
 	if e.Op != "" {
 		add(e.Op)
 	}
+	if e.Key != "" {
+		add("key=" + e.Key)
+	}
 	if e.Type == chronos.EventLeaderChanged {
 		switch {
 		case e.Op == "resigned":

@@ -190,7 +190,7 @@ func completeJobs(a *apiFlags) func(*cobra.Command, []string, string) ([]string,
 
 // jobFlags are the fields of a job as flags, for create and update.
 type jobFlags struct {
-	file, onDead                   string
+	file, onDead, limitKey         string
 	name, cron, runAt, target      string
 	method, timezone, payload      string
 	description, overlap, backoff  string
@@ -207,6 +207,7 @@ func (f *jobFlags) add(cmd *cobra.Command, create bool) {
 	fl.StringVar(&f.runAt, "run-at", "", "one-shot time, RFC 3339 (run_at)")
 	fl.StringVar(&f.target, "target", "", "target URL (target_url)")
 	fl.StringVar(&f.onDead, "on-dead-url", "", `URL alerted when a run goes dead (on_dead_url; "" clears it)`)
+	fl.StringVar(&f.limitKey, "limit-key", "", `the limit its runs share (limit_key, see chronos limits; "" clears it)`)
 	fl.StringVar(&f.method, "method", "", "HTTP method (default POST)")
 	fl.StringVar(&f.timezone, "timezone", "", "IANA time zone (default UTC)")
 	fl.StringVar(&f.payload, "payload", "", "request body, JSON")
@@ -250,6 +251,7 @@ func (f *jobFlags) body(cmd *cobra.Command) (map[string]json.RawMessage, error) 
 	set("run-at", "run_at", f.runAt)
 	set("target", "target_url", f.target)
 	set("on-dead-url", "on_dead_url", f.onDead)
+	set("limit-key", "limit_key", f.limitKey)
 	set("method", "method", f.method)
 	set("timezone", "timezone", f.timezone)
 	set("description", "description", f.description)

@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/chronoshq/chronos"
+)
+
+// The limits scenario's shape (issue 24): runs spread over limitKeys
+// keys, each key limited to limitConcurrency runs in flight.
+const (
+	limitKeys        = 100
+	limitConcurrency = 10
+)
+
+// benchLimits: the cost of named limits on a burst. --limit-runs runs due
+// at one instant, spread round-robin over 100 jobs, burned down three
+// times on the same instances: by jobs with no limit, by jobs each naming
+// its own key limited to 10 in flight, and by the unlimited jobs again.
+// The figure is the limited burst's runs/s over the mean of the two
+// unlimited ones (goal ≥ 90%); every run must be delivered once, and no
+// key may have had more than 10 runs in flight at the target.
+func benchLimits(ctx context.Context, b *runner) (*result, error) {
+	f := b.cfg
+	e, err := b.newEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	if err := e.startInstances(ctx, f.Instances, instanceOpts{}); err != nil {
+		return nil, err
+	}
+	if err := e.waitLeader(ctx); err != nil {
+		return nil, err
+	}
+	n := f.LimitRuns
+	res := &result{Scenario: "limits"}
+	res.param("runs", n)
+	res.param("keys", limitKeys)
+	res.param("max_concurrency", limitConcurrency)
+	res.param("instances", f.Instances)
+	res.param("concurrency", f.Concurrency)
+
+	conc := limitConcurrency
+	free := make([]int64, limitKeys)
+	limited := make([]int64, limitKeys)
+	for i := range limitKeys {
+		key := fmt.Sprintf("bench-key-%03d", i)
+		if _, err := e.db.PutLimit(ctx, &chronos.Limit{Key: key, MaxConcurrency: &conc}); err != nil {
+			return nil, err
+		}
+		j := benchJob(fmt.Sprintf("bench-limits-free-%03d", i), e.target.base+"/free")
+		if err := e.db.CreateJob(ctx, j); err != nil {
+			return nil, err
+		}
+		free[i] = j.ID
+		j = benchJob(fmt.Sprintf("bench-limits-keyed-%03d", i), e.target.base+"/keyed/"+key)
+		j.LimitKey = &key
+		if err := e.db.CreateJob(ctx, j); err != nil {
+			return nil, err
+		}
+		limited[i] = j.ID
+	}
+
+	delivered := 0
+	burst := func(name string, jobs []int64) (float64, error) {
+		due := time.Now().Add(time.Second + time.Duration(n)*30*time.Microsecond)
+		if _, err := e.db.Pool.Exec(ctx, `
+			INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+			SELECT ($1::bigint[])[1 + g % cardinality($1::bigint[])], $2, 'manual', $2
+			  FROM generate_series(0, $3 - 1) g`, jobs, due, n); err != nil {
+			return 0, fmt.Errorf("%s: insert %d runs: %w", name, n, err)
+		}
+		t0 := due
+		if now := time.Now(); now.After(due) {
+			t0 = now
+			res.note("%s: the insert ended %s after the runs were due: timed from the commit", name, now.Sub(due).Round(time.Millisecond))
+		}
+		delivered += n
+		if err := e.target.waitCount(ctx, delivered, 2*time.Minute+time.Duration(n)*time.Millisecond); err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		arr := e.target.snapshot()
+		last := t0
+		for _, a := range arr[delivered-n:] {
+			last = maxTime(last, a.at)
+		}
+		rate := float64(n) / last.Sub(t0).Seconds()
+		res.metric(name+"_runs_per_s", rate, "runs/s")
+		b.progress("limits: %s burst: %.0f runs/s", name, rate)
+		return rate, nil
+	}
+	free1, err := burst("unlimited", free)
+	if err != nil {
+		return nil, err
+	}
+	keyed, err := burst("limited", limited)
+	if err != nil {
+		return nil, err
+	}
+	free2, err := burst("unlimited_again", free)
+	if err != nil {
+		return nil, err
+	}
+	res.target("limited_vs_unlimited", 100*keyed/((free1+free2)/2), "%", "≥ 90%")
+
+	// Correctness: every run once, and never more than the limit of a
+	// key at the target at once (from each request's arrival to its
+	// run's finish, as the database recorded it).
+	arr := e.target.snapshot()
+	seen := make(map[int64]bool, len(arr))
+	for _, a := range arr {
+		seen[a.runID] = true
+	}
+	res.metric("duplicate_deliveries", float64(len(arr)-len(seen)), "requests")
+	if len(seen) != 3*n {
+		res.fail("limits: %d of %d runs delivered", len(seen), 3*n)
+	}
+	var over int
+	if err := e.db.Pool.QueryRow(ctx, `
+		SELECT count(*) FROM job_runs a
+		 WHERE a.limit_key IS NOT NULL
+		   AND (SELECT count(*) FROM job_runs o
+		         WHERE o.limit_key = a.limit_key AND o.started_at <= a.started_at AND o.finished_at > a.started_at) > $1`,
+		limitConcurrency).Scan(&over); err != nil {
+		return nil, fmt.Errorf("check the limits: %w", err)
+	}
+	res.metric("runs_started_over_limit", float64(over), "runs")
+	if over > 0 {
+		res.fail("limits: %d runs started while their key had %d or more in flight", over, limitConcurrency)
+	}
+	return res, nil
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/client"
+)
+
+// newLimitsCmd is `chronos limits ...`: named concurrency and rate limits
+// that jobs share through their limit_key.
+func newLimitsCmd(env *environ) *cobra.Command {
+	cmd := groupCmd("limits", "list, inspect and change the limits jobs share (limit_key)")
+	a := addAPIFlags(cmd, env)
+	cmd.AddCommand(limitsList(a), limitsGet(a), limitsPut(a), limitsDelete(a))
+	return cmd
+}
+
+func limitsList(a *apiFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "list limits with their runs in flight, tokens left and runs waiting",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ls, err := c.ListLimits(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return a.out.print(map[string]any{"limits": ls}, func(t *tabwriter.Writer) string {
+				limitTable(t, ls)
+				return ""
+			})
+		},
+	}
+}
+
+// limitTable prints limits as a table.
+func limitTable(t *tabwriter.Writer, ls []*chronos.Limit) {
+	row(t, "KEY", "CONCURRENCY", "RATE", "IN FLIGHT", "TOKENS", "WAITING", "JOBS")
+	for _, l := range ls {
+		row(t, l.Key, limitConcurrency(l), limitRate(l), strconv.Itoa(l.InFlight), intp(l.TokensLeft),
+			strconv.Itoa(l.Waiting), strconv.Itoa(l.Jobs))
+	}
+}
+
+func limitConcurrency(l *chronos.Limit) string {
+	if l.MaxConcurrency == nil {
+		return "-"
+	}
+	return strconv.Itoa(*l.MaxConcurrency)
+}
+
+func limitRate(l *chronos.Limit) string {
+	if l.Rate == nil {
+		return "-"
+	}
+	per := 1
+	if l.PerSeconds != nil {
+		per = *l.PerSeconds
+	}
+	if per == 1 {
+		return fmt.Sprintf("%d/s", *l.Rate)
+	}
+	return fmt.Sprintf("%d/%ds", *l.Rate, per)
+}
+
+func intp(v *int) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.Itoa(*v)
+}
+
+func limitsGet(a *apiFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get KEY",
+		Short: "show one limit and its state",
+		Args:  exactArgs(1, "one limit key"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.GetLimit(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.out.print(l, func(t *tabwriter.Writer) string { fields(t, l); return "" })
+		},
+	}
+}
+
+func limitsPut(a *apiFlags) *cobra.Command {
+	var conc, rate, per int
+	cmd := &cobra.Command{
+		Use:   "put KEY",
+		Short: "create or replace a limit (--max-concurrency and/or --rate)",
+		Example: "  chronos limits put api.example.com --max-concurrency 5\n" +
+			"  chronos limits put sms --rate 100 --per-seconds 60",
+		Args: exactArgs(1, "one limit key"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var s client.LimitSettings
+			fl := cmd.Flags()
+			if fl.Changed("max-concurrency") {
+				s.MaxConcurrency = &conc
+			}
+			if fl.Changed("rate") {
+				s.Rate = &rate
+			}
+			if fl.Changed("per-seconds") {
+				s.PerSeconds = &per
+			}
+			if s.MaxConcurrency == nil && s.Rate == nil {
+				return usagef("want --max-concurrency, --rate or both")
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.PutLimit(cmd.Context(), args[0], s)
+			if err != nil {
+				return err
+			}
+			return a.out.print(l, func(t *tabwriter.Writer) string { fields(t, l); return "" })
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&conc, "max-concurrency", 0, "runs of the key leased or running at once, cluster-wide")
+	fl.IntVar(&rate, "rate", 0, "attempts started per --per-seconds")
+	fl.IntVar(&per, "per-seconds", 1, "the rate's window in seconds")
+	return cmd
+}
+
+func limitsDelete(a *apiFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete KEY...",
+		Short: "delete limits no job names",
+		Args:  atLeastArgs(1, "limit keys"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			for _, key := range args {
+				if err := c.DeleteLimit(cmd.Context(), key); err != nil {
+					return fmt.Errorf("%s: %w", key, err)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "deleted limit %s\n", key)
+			}
+			return nil
+		},
+	}
+}
