@@ -93,6 +93,9 @@ func fenceArgs(l Lease, more ...any) []any {
 // scan and sort of every due run look cheaper (and it did: 40 ms per claim
 // with 40,000 runs due, against under 1 ms for the walk).
 //
+// A run whose host holds it back (a deferral, an open breaker) waits too:
+// see hostClearSQL (hosts.go).
+//
 // And one kind is refused for good: a scheduled run, never attempted, of
 // a job with a starting deadline, whose available_at is further in the
 // past than that deadline. The leader marks it missed (expiredSQL).
@@ -104,6 +107,7 @@ var claimSQL = `
 		 WHERE r.status = 'pending' AND NOT r.held
 		   AND r.available_at <= now() + $4::bigint * interval '1 microsecond'
 		   AND ` + claimableSQL + `
+		   AND ` + hostClearSQL + `
 		 ORDER BY r.available_at, r.id
 		 LIMIT $2
 		   FOR UPDATE OF r SKIP LOCKED

@@ -1,0 +1,1 @@
+-- Reserved for a migration on another branch.
