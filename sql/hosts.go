@@ -474,7 +474,8 @@ func (db *DB) SweepHosts(ctx context.Context, cooldown time.Duration) (SweepResu
 
 // ensureProbe returns the probe of origin's open breaker: probe while that
 // run is still pending or in flight, else the origin's next pending run
-// not held behind its job's lock (made due no sooner than openUntil), or
+// not held behind its job's lock (made due at openUntil, or its instant
+// if later), or
 // nil when the origin has no pending run.
 func ensureProbe(ctx context.Context, tx pgx.Tx, origin string, probe *int64, openUntil time.Time) (*int64, error) {
 	if probe != nil {
@@ -495,7 +496,7 @@ func ensureProbe(ctx context.Context, tx pgx.Tx, origin string, probe *int64, op
 			 ORDER BY p.available_at, p.id LIMIT 1
 			   FOR UPDATE OF p SKIP LOCKED
 		), probe AS (
-			UPDATE job_runs p SET available_at = greatest(p.available_at, $2)
+			UPDATE job_runs p SET available_at = greatest(p.scheduled_at, $2)
 			  FROM next WHERE p.id = next.id AND p.scheduled_at = next.scheduled_at
 			RETURNING p.id
 		)
