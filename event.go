@@ -59,6 +59,17 @@ const (
 	// AlertFailed, AlertExpired), Attempt the attempt at sending it,
 	// StatusCode and Error the answer.
 	EventDeadAlert EventType = "alert.dead_run"
+	// EventHostDeferred: Origin answered 429 or 503 with Retry-After; its
+	// pending runs wait until Until (Count of them moved besides RunID,
+	// the run that got the answer), without counting an attempt.
+	EventHostDeferred EventType = "host.deferred"
+	// EventHostBreakerOpened: Origin's circuit breaker opened (or
+	// reopened after its probe failed) after Count consecutive failures;
+	// its runs wait, and one probe goes at Until.
+	EventHostBreakerOpened EventType = "host.breaker_opened"
+	// EventHostBreakerClosed: Origin answered again (its probe, or a run
+	// in flight); its breaker closed and its runs go.
+	EventHostBreakerClosed EventType = "host.breaker_closed"
 )
 
 // Outcomes of a dead-run alert (Event.Op of EventDeadAlert), each a label
@@ -138,6 +149,8 @@ type Event struct {
 	ScheduledAt *time.Time `json:"scheduled_at,omitempty"` // of the run, for schedule lag
 	StartedAt   *time.Time `json:"started_at,omitempty"`   // of the attempt
 	CreatedAt   *time.Time `json:"created_at,omitempty"`   // of the run, for trigger-to-start latency
+	Origin      string     `json:"origin,omitempty"`       // host.* events: scheme://host:port
+	Until       *time.Time `json:"until,omitempty"`        // host.* events: end of the deferral or cooldown
 }
 
 // WakesDispatcher reports whether e may mean that runs are ready to claim.

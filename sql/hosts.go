@@ -49,12 +49,14 @@ const originRunsSQL = `SELECT p.id, p.scheduled_at, p.available_at
 
 // moveRunsSQL moves the pending runs of origin $1 that are due before $2
 // (and not run $3) to $4, spread in their order (see holdSpreadStep), and
-// returns the last instant it moved one to. Rows being claimed are
-// skipped: their claim came first.
+// returns the last instant it moved one to. A run being claimed is waited
+// for (a claim never waits for a lock: SKIP LOCKED), and left as the claim
+// leaves it; the host's row, locked first, orders the holds of one origin.
 var moveRunsSQL = `
 	WITH due AS (
 		` + originRunsSQL + ` AND p.available_at < $2 AND p.id IS DISTINCT FROM $3
-		FOR UPDATE OF p SKIP LOCKED
+		 ORDER BY p.id
+		   FOR UPDATE OF p
 	), ranked AS (
 		SELECT id, scheduled_at, row_number() OVER (ORDER BY available_at, id) AS n, count(*) OVER () AS total
 		  FROM due
@@ -367,7 +369,8 @@ func bringBack(ctx context.Context, tx pgx.Tx, origin string, pushed time.Time) 
 	err := tx.QueryRow(ctx, `
 		WITH due AS (
 			`+originRunsSQL+` AND p.available_at > now() AND p.available_at <= $2
-			FOR UPDATE OF p SKIP LOCKED
+			 ORDER BY p.id
+			   FOR UPDATE OF p
 		), ranked AS (
 			SELECT id, scheduled_at, row_number() OVER (ORDER BY available_at, id) - 1 AS n, count(*) OVER () AS total
 			  FROM due
