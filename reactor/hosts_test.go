@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 )
 
 // A 429 with Retry-After: 2 from one host holds every pending run of that
-// host at least two seconds: those created ahead (one-shots due in the
+// host at least two seconds: those pending already (due within the
 // window), those triggered during the deferral, and the run that got the
 // answer. The other host's runs go at once. No attempt is counted for the
 // wait.
@@ -20,55 +21,55 @@ func TestHostRetryAfterDefersEveryRunOfTheHost(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
 	var (
-		first atomic.Bool
-		told  = make(chan time.Time, 1)
-		good  = newTarget(t, nil)
+		first   atomic.Bool
+		arrived = make(chan struct{})
+		answer  = make(chan struct{})
+		good    = newTarget(t, nil)
 	)
+	// The first request waits for the test before it answers 429.
 	bad := newTarget(t, func(w http.ResponseWriter, _ *http.Request) {
 		if first.CompareAndSwap(false, true) {
-			told <- time.Now()
+			close(arrived)
+			<-answer
 			w.Header().Set("Retry-After", "2")
 			w.WriteHeader(http.StatusTooManyRequests)
 		}
 	})
+	release := sync.OnceFunc(func() { close(answer) })
+	t.Cleanup(release) // before the target closes: it waits for the handler
 	in := startReactor(t, dsn, Config{WorkerConcurrency: 8})
 	startListener(t, dsn, in.Name, in.bus)
 	events := in.bus.Subscribe(16, func(e chronos.Event) bool { return e.Type == chronos.EventHostDeferred })
 	defer events.Close()
 
-	// Runs of the bad host due in 1.8 s: pending when the 429 comes.
-	var runs []int64
-	soon := time.Now().Add(1800 * time.Millisecond).UTC()
-	var ahead []int64
-	for range 3 {
-		at := soon
-		ahead = append(ahead, createJob(t, in.db, &chronos.Job{TargetURL: bad.URL + "/ahead", RunAt: &at}).ID)
-	}
-	eventually(t, 30*time.Second, "the one-shots materialized", func() bool {
-		var n int
-		err := in.db.Pool.QueryRow(t.Context(), "SELECT count(*) FROM job_runs WHERE job_id = ANY($1) AND status = 'pending'", ahead).Scan(&n)
-		return err == nil && n == 3
-	})
 	j := createJob(t, in.db, &chronos.Job{TargetURL: bad.URL + "/now"})
-	runs = append(runs, in.trigger(t, j.ID).ID)
-	var t429 time.Time
+	runs := []int64{in.trigger(t, j.ID).ID}
 	select {
-	case t429 = <-told:
+	case <-arrived:
 	case <-time.After(30 * time.Second):
 		t.Fatal("no request reached the bad host")
 	}
+	// While it waits: runs of the bad host due 1.5 s from now, pending
+	// when the 429 comes.
+	var ahead []int64
+	for range 3 {
+		var id int64
+		job := createJob(t, in.db, &chronos.Job{TargetURL: bad.URL + "/ahead"})
+		if err := in.db.Pool.QueryRow(t.Context(), `
+			INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+			VALUES ($1, now(), 'manual', now() + interval '1500 milliseconds') RETURNING id`, job.ID).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ahead = append(ahead, id)
+	}
+	t429 := time.Now()
+	release()
 	// The deferral is in force once recorded (runs created or claimed
 	// before then may still go).
 	select {
 	case e := <-events.C():
 		if e.Origin != chronos.Origin(bad.URL) || e.Until == nil || e.Until.Before(t429.Add(2*time.Second)) || e.Count != 3 {
 			t.Errorf("host.deferred event: %+v", e)
-			rows, _ := in.db.Pool.Query(t.Context(), "SELECT r.id, status, available_at, leased_by, chronos_origin(target_url), held FROM job_runs r JOIN jobs j ON j.id = r.job_id")
-			for rows.Next() {
-				v, _ := rows.Values()
-				t.Log(v...)
-			}
-			rows.Close()
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no host.deferred event")
@@ -95,13 +96,7 @@ func TestHostRetryAfterDefersEveryRunOfTheHost(t *testing.T) {
 			t.Errorf("a run of the other host arrived %v after the 429: it waited for the deferral", at.Sub(t429))
 		}
 	}
-	for _, id := range ahead {
-		var run int64
-		if err := in.db.Pool.QueryRow(t.Context(), "SELECT id FROM job_runs WHERE job_id = $1", id).Scan(&run); err != nil {
-			t.Fatal(err)
-		}
-		runs = append(runs, run)
-	}
+	runs = append(runs, ahead...)
 	for _, id := range append(runs, goodRuns...) {
 		r := reactortest.WaitTerminal(t, in.db, id, 10*time.Second)
 		if r.Status != chronos.StatusSucceeded || r.AttemptCount != 1 {
