@@ -59,6 +59,8 @@ func (s *Server) routes() *gin.Engine {
 	v1.GET("/runs/:id", s.getRun)
 	v1.POST("/runs/:id/redrive", s.idempotent, s.redriveRun)
 	v1.GET("/events", s.tapSlot, s.events)
+	v1.GET("/hosts", s.listHosts)
+	v1.GET("/hosts/*origin", s.getHost)
 	return e
 }
 
