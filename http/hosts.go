@@ -64,3 +64,9 @@ func hostUTC(h chronos.Host) chronos.Host {
 	h.UpdatedAt = h.UpdatedAt.UTC()
 	return h
 }
+
+// hostEventTypes are the host.* events chronos_host_events_total counts.
+var hostEventTypes = []chronos.EventType{chronos.EventHostDeferred, chronos.EventHostBreakerOpened, chronos.EventHostBreakerClosed}
+
+// hostEventLabel is a host event's label value: its type without "host.".
+func hostEventLabel(t chronos.EventType) string { return strings.TrimPrefix(string(t), "host.") }
