@@ -50,3 +50,14 @@ func TestCLIHosts(t *testing.T) {
 		t.Fatal("an unknown host exited 0")
 	}
 }
+
+// HOST_BREAKER_FAILURES 0 or negative turns the breaker off: the reactor's
+// own 0 would mean its default.
+func TestBreakerFailuresOff(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[int]int{0: -1, -5: -1, 1: 1, 10: 10} {
+		if got := breakerFailures(in); got != want {
+			t.Errorf("breakerFailures(%d) = %d, want %d", in, got, want)
+		}
+	}
+}
