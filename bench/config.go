@@ -32,6 +32,7 @@ type Sizes struct {
 	SustainedRate     int           // sustained: offered runs per second
 	SustainedDuration time.Duration // sustained: how long to offer them
 	Retention         time.Duration // sustained: the instances' RUN_RETENTION
+	HostJobs          int           // hosts: jobs over ten local hosts, triggered once per phase
 }
 
 // FullSizes are the sizes a zero Sizes field stands for.
@@ -40,6 +41,7 @@ var FullSizes = Sizes{
 	Idle: 60 * time.Second, ScaleJobs: 1_000_000,
 	BurstJobs: 20_000, HerdJobs: 100_000, Clients: 16, CreateJobs: 20_000,
 	SustainedRate: 3_000, SustainedDuration: 20 * time.Minute, Retention: 2 * time.Minute,
+	HostJobs: 1_000,
 }
 
 // QuickSizes are the sizes a zero Sizes field stands for with --quick:
@@ -50,6 +52,7 @@ var QuickSizes = Sizes{
 	Idle: 10 * time.Second, ScaleJobs: 100_000,
 	BurstJobs: 2_000, HerdJobs: 10_000, Clients: 16, CreateJobs: 2_000,
 	SustainedRate: 500, SustainedDuration: 30 * time.Second, Retention: 2 * time.Minute,
+	HostJobs: 300,
 }
 
 // Config is what `chronos bench` was asked to do: its flags, plus what
@@ -141,6 +144,7 @@ func (c Config) Validate() error {
 	size("sustained-rate", c.SustainedRate)
 	dur("sustained-duration", c.SustainedDuration, time.Second)
 	dur("retention", c.Retention, time.Second)
+	size("host-jobs", c.HostJobs)
 	return errors.Join(errs...)
 }
 
@@ -178,6 +182,7 @@ func (c Config) withDefaults() Config {
 	pick(&c.SustainedRate, d.SustainedRate)
 	pickD(&c.SustainedDuration, d.SustainedDuration)
 	pickD(&c.Retention, d.Retention)
+	pick(&c.HostJobs, d.HostJobs)
 	if c.ServerURL == "" {
 		c.ServerURL = DefaultServerURL
 	}

@@ -29,6 +29,7 @@ var scenarios = []scenario{
 	{"herd", benchHerd},
 	{"create", benchCreate},
 	{"sustained", benchSustained},
+	{"hosts", benchHosts},
 }
 
 // Names returns the scenario names in the order `all` runs them.

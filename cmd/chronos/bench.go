@@ -60,6 +60,10 @@ Scenarios:
               --retention: per window (a minute; 5 s with --quick) runs/s
               delivered, lag p99 and the sizes of job_runs, run_attempts and
               their indexes; whether they are flat once retention is reached
+  hosts       --host-jobs jobs over ten local hosts (ports), each triggered once
+              per phase: the nine good hosts' trigger -> delivery p50/p99 with
+              the tenth healthy, answering 429 Retry-After: 5, and hanging;
+              the ratios to the healthy phase (goal: at most 1.10)
   all         every scenario in this order
 
 --quick makes every scenario small (all of them finish in well under 3 minutes
@@ -141,6 +145,7 @@ func benchFlags(fs *flagSet, c *bench.Config) {
 	fs.IntVar(&c.SustainedRate, "sustained-rate", 0, sizeHelp("sustained: runs per second offered", full.SustainedRate, quick.SustainedRate))
 	fs.DurationVar(&c.SustainedDuration, "sustained-duration", 0, sizeHelp("sustained: how long to offer them", full.SustainedDuration, quick.SustainedDuration))
 	fs.DurationVar(&c.Retention, "retention", 0, sizeHelp("sustained: RUN_RETENTION of the instances", full.Retention, quick.Retention))
+	fs.IntVar(&c.HostJobs, "host-jobs", 0, sizeHelp("hosts: jobs over ten local hosts", full.HostJobs, quick.HostJobs))
 }
 
 func runBench(ctx context.Context, args []string, env *environ) error {
