@@ -225,19 +225,13 @@ func (h *hostTracker) report(ctx context.Context) {
 	}
 }
 
-// sweep keeps the holds (sql.SweepHosts) and reads which origins are in
-// trouble.
+// sweep reads which origins are in trouble and, when any holds runs
+// back, keeps the holds (sql.SweepHosts). An idle cluster pays one small
+// read a second for it.
 func (h *hostTracker) sweep(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, dbWriteTimeout)
 	defer cancel()
-	if res, err := h.r.db.SweepHosts(ctx, h.r.cfg.Hosts.BreakerCooldown); err != nil {
-		if ctx.Err() == nil {
-			h.r.log.Warn("sweep hosts failed", "err", err)
-		}
-	} else if res.Moved > 0 {
-		h.r.log.Debug("host holds kept", "origins", res.Held, "moved", res.Moved, "probes", res.Probes)
-	}
-	troubled, err := h.r.db.TroubledHosts(ctx)
+	troubled, held, err := h.r.db.TroubledHosts(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.r.log.Warn("list troubled hosts failed", "err", err)
@@ -251,4 +245,14 @@ func (h *hostTracker) sweep(ctx context.Context) {
 	h.mu.Lock()
 	h.troubled = set
 	h.mu.Unlock()
+	if !held {
+		return
+	}
+	if res, err := h.r.db.SweepHosts(ctx, h.r.cfg.Hosts.BreakerCooldown); err != nil {
+		if ctx.Err() == nil {
+			h.r.log.Warn("sweep hosts failed", "err", err)
+		}
+	} else if res.Moved > 0 {
+		h.r.log.Debug("host holds kept", "origins", res.Held, "moved", res.Moved, "probes", res.Probes)
+	}
 }

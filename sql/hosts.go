@@ -578,15 +578,30 @@ func (db *DB) Host(ctx context.Context, origin string) (chronos.Host, error) {
 
 // TroubledHosts lists the origins with failures counted or an open
 // breaker: an instance reports answers from these (to end the count or
-// close the breaker) and not from any other.
-func (db *DB) TroubledHosts(ctx context.Context) ([]string, error) {
-	rows, err := db.Pool.Query(ctx, `SELECT origin FROM hosts WHERE consecutive_failures > 0 OR opened_at IS NOT NULL`)
+// close the breaker) and not from any other. held says whether any origin
+// holds runs back (or did until a moment ago): only then is SweepHosts
+// worth its transaction. One statement, a scan of a table of a handful of
+// rows: what an idle instance pays for all this each second.
+func (db *DB) TroubledHosts(ctx context.Context) (troubled []string, held bool, err error) {
+	rows, err := db.Pool.Query(ctx, `
+		SELECT origin, consecutive_failures > 0 OR opened_at IS NOT NULL, held_until IS NOT NULL
+		  FROM hosts WHERE consecutive_failures > 0 OR opened_at IS NOT NULL OR held_until IS NOT NULL`)
 	if err != nil {
-		return nil, mapErr(err, "list troubled hosts")
+		return nil, false, mapErr(err, "list troubled hosts")
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	var (
+		origin      string
+		bad, isHeld bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&origin, &bad, &isHeld}, func() error {
+		if bad {
+			troubled = append(troubled, origin)
+		}
+		held = held || isHeld
+		return nil
+	})
 	if err != nil {
-		return nil, mapErr(err, "list troubled hosts")
+		return nil, false, mapErr(err, "list troubled hosts")
 	}
-	return out, nil
+	return troubled, held, nil
 }
