@@ -32,6 +32,10 @@ const (
 	holdSpreadMax  = 5 * time.Second
 )
 
+// holdSlack is how much longer a deferral must be than the hold in force
+// for Defer to move the origin's runs again.
+const holdSlack = time.Second
+
 // hostClearSQL is the claim's condition on a pending run r that its host
 // does not hold it back (see claimSQL). The uncorrelated EXISTS is an
 // InitPlan, evaluated once per claim: while no host holds anything back
@@ -188,14 +192,16 @@ func (db *DB) Defer(ctx context.Context, d Deferral) (DeferResult, error) {
 		 WHERE origin = $1`, d.Origin, res.Until, nonZero(int32(d.StatusCode)), nonEmpty(storable(d.Error, maxErrorBytes))); err != nil {
 		return res, mapErr(err, "defer run")
 	}
-	// A deferral as long as one already in force moved the runs already;
-	// the sweep takes those created since.
-	if !forever && (prevHeld == nil || prevHeld.Before(res.Until)) {
+	// A deferral no more than holdSlack longer than one in force moved
+	// the runs already: under a stream of 429s each would otherwise move
+	// every waiting run again by a few milliseconds. The claim holds the
+	// few that come due in the slack, and the sweep moves them.
+	if !forever && (prevHeld == nil || prevHeld.Add(holdSlack).Before(res.Until)) {
 		if res.Moved, err = moveRuns(ctx, tx, d.Origin, res.Until, &d.RunID, res.Until); err != nil {
 			return res, err
 		}
 	}
-	res.Started = prevDeferred == nil || res.Until.After(prevDeferred.Add(time.Second))
+	res.Started = prevDeferred == nil || res.Until.After(prevDeferred.Add(holdSlack))
 	if err := tx.Commit(ctx); err != nil {
 		return res, mapErr(err, "defer run")
 	}
