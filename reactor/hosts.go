@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -84,10 +85,23 @@ type hostTracker struct {
 	r    *Reactor
 	wake chan struct{} // coalescing: reports are waiting
 
+	// busy: this instance delivered something since the last sweep. An
+	// instance that delivers nothing needs no list of troubled origins,
+	// and while no origin is held or troubled an idle instance reads
+	// nothing at all.
+	busy atomic.Bool
+
 	mu       sync.Mutex
 	pending  map[string]*sql.HostReport
 	troubled map[string]bool // origins with failures counted or an open breaker
+	held     bool            // at the last read, some origin held runs back
+	ticks    int             // sweeps so far (the leader reads every leaderSweepEvery-th at least)
 }
+
+// leaderSweepEvery: the leader reads the hosts table at least every this
+// many sweeps (5 s by default), even idle, so that a hold whose instance
+// died is kept by someone.
+const leaderSweepEvery = 5
 
 func newHostTracker(r *Reactor) *hostTracker {
 	return &hostTracker{r: r, wake: make(chan struct{}, 1), pending: map[string]*sql.HostReport{},
@@ -112,6 +126,7 @@ func (h *hostTracker) deferRun(c sql.Claimed, origin string, res attemptResult) 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
 	defer cancel()
+	h.busy.Store(true)
 	lease := c.Lease()
 	d, err := h.r.db.Defer(ctx, sql.Deferral{Lease: lease, Origin: origin, Delay: min(res.RetryAfter, cfg.MaxDeferral),
 		StatusCode: res.StatusCode, Error: res.Err, MaxDeferrals: cfg.MaxDeferrals})
@@ -137,6 +152,9 @@ func (h *hostTracker) deferRun(c sql.Claimed, origin string, res attemptResult) 
 
 // observe adds an attempt's outcome to its origin's report.
 func (h *hostTracker) observe(origin string, runID int64, res attemptResult) {
+	if !h.busy.Load() {
+		h.busy.Store(true)
+	}
 	if origin == "" {
 		return
 	}
@@ -226,9 +244,22 @@ func (h *hostTracker) report(ctx context.Context) {
 }
 
 // sweep reads which origins are in trouble and, when any holds runs
-// back, keeps the holds (sql.SweepHosts). An idle cluster pays one small
-// read a second for it.
+// back, keeps the holds (sql.SweepHosts). It reads at start, while this
+// instance delivers or the last read found trouble, and on the leader
+// every leaderSweepEvery sweeps: an idle follower of a healthy cluster
+// makes no query for it. (Runs created during a hold
+// are held by the claim all the same; the sweep only keeps the claims
+// that walk past them cheap, and claims happen where deliveries do.)
 func (h *hostTracker) sweep(ctx context.Context) {
+	h.mu.Lock()
+	quiet := !h.held && len(h.troubled) == 0
+	first := h.ticks == 0
+	h.ticks++
+	due := h.ticks%leaderSweepEvery == 0
+	h.mu.Unlock()
+	if !h.busy.Swap(false) && quiet && !first && !(due && h.r.IsLeader()) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, dbWriteTimeout)
 	defer cancel()
 	troubled, held, err := h.r.db.TroubledHosts(ctx)
@@ -243,7 +274,7 @@ func (h *hostTracker) sweep(ctx context.Context) {
 		set[o] = true
 	}
 	h.mu.Lock()
-	h.troubled = set
+	h.troubled, h.held = set, held
 	h.mu.Unlock()
 	if !held {
 		return
