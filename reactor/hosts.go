@@ -90,6 +90,9 @@ type hostTracker struct {
 	// and while no origin is held or troubled an idle instance reads
 	// nothing at all.
 	busy atomic.Bool
+	// ready: the hosts table exists (a binary may run ahead of its
+	// schema for a while; then it defers and reports nothing).
+	ready atomic.Bool
 
 	mu       sync.Mutex
 	pending  map[string]*sql.HostReport
@@ -121,7 +124,7 @@ func deferrable(res attemptResult) bool {
 // a failing database) the answer is recorded as an attempt as usual.
 func (h *hostTracker) deferRun(c sql.Claimed, origin string, res attemptResult) (done bool) {
 	cfg := h.r.cfg.Hosts
-	if cfg.MaxDeferrals < 0 || origin == "" || !deferrable(res) {
+	if cfg.MaxDeferrals < 0 || origin == "" || !deferrable(res) || !h.ready.Load() {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
@@ -155,7 +158,7 @@ func (h *hostTracker) observe(origin string, runID int64, res attemptResult) {
 	if !h.busy.Load() {
 		h.busy.Store(true)
 	}
-	if origin == "" {
+	if origin == "" || !h.ready.Load() {
 		return
 	}
 	answered := res.StatusCode != 0 && !res.HostFailure
@@ -257,11 +260,17 @@ func (h *hostTracker) sweep(ctx context.Context) {
 	h.ticks++
 	due := h.ticks%leaderSweepEvery == 0
 	h.mu.Unlock()
-	if !h.busy.Swap(false) && quiet && !first && !(due && h.r.IsLeader()) {
+	if !h.busy.Swap(false) && quiet && !first && !(due && h.r.IsLeader()) && h.ready.Load() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, dbWriteTimeout)
 	defer cancel()
+	if !h.ready.Load() {
+		if !h.r.db.HostsReady(ctx) {
+			return // not migrated that far yet: asked again next sweep
+		}
+		h.ready.Store(true)
+	}
 	troubled, held, err := h.r.db.TroubledHosts(ctx)
 	if err != nil {
 		if ctx.Err() == nil {

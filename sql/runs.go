@@ -211,11 +211,11 @@ func (db *DB) Redrive(ctx context.Context, runID int64) (*chronos.Run, error) {
 // materialization that frees them wakes the dispatchers.
 func (db *DB) NextAvailable(ctx context.Context) (*time.Time, error) {
 	var t *time.Time
-	err := db.Pool.QueryRow(ctx, `
+	err := db.Pool.QueryRow(ctx, db.hostsSQL(ctx, `
 		SELECT r.available_at FROM job_runs r
 		 WHERE r.status = 'pending' AND NOT r.held AND `+claimableSQL+` AND `+hostClearSQL+`
 		 ORDER BY r.available_at, r.id
-		 LIMIT 1`).Scan(&t)
+		 LIMIT 1`)).Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
