@@ -63,6 +63,8 @@ func (s *Server) routes() *gin.Engine {
 	v1.GET("/limits/:key", s.getLimit)
 	v1.PUT("/limits/:key", s.putLimit)
 	v1.DELETE("/limits/:key", s.deleteLimit)
+	v1.GET("/hosts", s.listHosts)
+	v1.GET("/hosts/*origin", s.getHost)
 	return e
 }
 

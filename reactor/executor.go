@@ -59,9 +59,13 @@ type attemptResult struct {
 	// Sent: the request may have reached the target (its writing began).
 	// An attempt that was not sent may be handed back uncounted; one that
 	// was is an attempt, whatever happens next.
-	Sent       bool
-	StartedAt  time.Time
-	FinishedAt time.Time
+	Sent bool
+	// HostFailure: the host failed (no connection, no answer in time, or
+	// a 5xx): what its circuit breaker counts (hosts.go). A refused
+	// address, a bad request or a shutdown is not the host's doing.
+	HostFailure bool
+	StartedAt   time.Time
+	FinishedAt  time.Time
 }
 
 // Success reports whether the attempt succeeded: a 2xx response and
@@ -103,6 +107,7 @@ func (e *executor) do(ctx context.Context, job *chronos.Job, run *chronos.Run) a
 	if err != nil {
 		res.FinishedAt = time.Now()
 		res.Err = describeError(ctx, err, timeout)
+		res.HostFailure = !errors.Is(err, ErrTargetRefused) && !errors.Is(ctx.Err(), context.Canceled)
 		return res
 	}
 	stored, readErr := io.ReadAll(io.LimitReader(resp.Body, maxStoredBody))
@@ -126,6 +131,7 @@ func (e *executor) do(ctx context.Context, job *chronos.Job, run *chronos.Run) a
 	default:
 		res.Err = fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
+	res.HostFailure = resp.StatusCode >= 500
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		res.RetryAfter, res.HasRetry = parseRetryAfter(resp.Header.Get("Retry-After"), res.FinishedAt)
 	}

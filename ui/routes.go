@@ -23,6 +23,7 @@ func (c *Console) routes() *nethttp.ServeMux {
 	m.Handle("GET "+Prefix+"runs/{id}", c.page(c.runPage))
 	m.Handle("GET "+Prefix+"schedule/preview", c.page(c.schedulePreview))
 	m.Handle("GET "+Prefix+"live", c.page(c.livePage))
+	m.Handle("GET "+Prefix+"hosts", c.page(c.hostsPage))
 	m.Handle("GET "+Prefix+"events", c.page(c.events))
 
 	m.Handle("POST "+Prefix+"jobs", c.action(c.createJob))

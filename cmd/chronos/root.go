@@ -55,7 +55,7 @@ func newRoot(ctx context.Context, env *environ) *cobra.Command {
 		})
 		root.AddCommand(sub)
 	}
-	root.AddCommand(newJobsCmd(env), newRunsCmd(env), newApplyCmd(env))
+	root.AddCommand(newJobsCmd(env), newRunsCmd(env), newApplyCmd(env), newHostsCmd(env))
 	root.AddCommand(newLimitsCmd(env))
 	return root
 }

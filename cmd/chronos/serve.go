@@ -146,6 +146,7 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		AllowedTargetNetworks: cfg.AllowedTargetNetworks,
 		ClockSkew:             cfg.ClockSkew,
 		Alerts:                reactor.AlertConfig{Webhook: cfg.DeadLetterWebhook},
+		Hosts:                 reactor.HostConfig{BreakerFailures: breakerFailures(cfg.HostBreakerFailures), BreakerCooldown: cfg.HostBreakerCooldown},
 	}, rdb, b, log)
 	api := chttp.NewServer(httpCfg, db, b, probe{lst, r}, log)
 	console := ui.New(ui.Config{Instance: cfg.InstanceID, APIKeys: httpCfg.APIKeys, AuthDisabled: httpCfg.AuthDisabled,
