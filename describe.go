@@ -254,14 +254,8 @@ func (j *Job) PreviewUntil(after, until time.Time, n int) (Preview, error) {
 		return p, err
 	}
 	p.Description = s.Describe()
-	p.FireTimes = s.Preview(after, n)
-	if !until.IsZero() {
-		for k, t := range p.FireTimes {
-			if t.After(until) {
-				p.FireTimes = p.FireTimes[:k]
-				break
-			}
-		}
+	for t, ok := s.Next(after); ok && len(p.FireTimes) < n && (until.IsZero() || !t.After(until)); t, ok = s.Next(t) {
+		p.FireTimes = append(p.FireTimes, t)
 	}
 	for _, t := range p.FireTimes {
 		p.LocalTimes = append(p.LocalTimes, t.In(s.Location()).Format(time.RFC3339))

@@ -59,6 +59,11 @@ func (s *Server) routes() *gin.Engine {
 	v1.GET("/runs/:id", s.getRun)
 	v1.POST("/runs/:id/redrive", s.idempotent, s.redriveRun)
 	v1.GET("/events", s.tapSlot, s.events)
+	v1.POST("/jobs/:id/backfill", s.idempotent, s.backfill)
+	v1.GET("/calendars", s.listCalendars)
+	v1.GET("/calendars/:name", s.getCalendar)
+	v1.PUT("/calendars/:name", s.putCalendar)
+	v1.DELETE("/calendars/:name", s.deleteCalendar)
 	return e
 }
 
@@ -66,7 +71,7 @@ func (s *Server) routes() *gin.Engine {
 // the Allow header of a 405.
 func allowedMethods(e *gin.Engine, c *gin.Context) string {
 	out := ""
-	for _, m := range []string{nethttp.MethodGet, nethttp.MethodPost, nethttp.MethodPatch, nethttp.MethodDelete} {
+	for _, m := range []string{nethttp.MethodGet, nethttp.MethodPost, nethttp.MethodPut, nethttp.MethodPatch, nethttp.MethodDelete} {
 		for _, r := range e.Routes() {
 			if r.Method == m && pathMatches(r.Path, c.Request.URL.Path) {
 				if out != "" {

@@ -200,3 +200,14 @@ func writeCalendars(ctx context.Context, q querier, jobs []*chronos.Job, replace
 	}
 	return nil
 }
+
+// ResolveCalendars attaches to j, a job that is not stored (a preview),
+// the calendars it names; one that does not exist is an EINVALID naming
+// calendars.
+func (db *DB) ResolveCalendars(ctx context.Context, j *chronos.Job) error {
+	errs, err := resolveCalendars(ctx, db.Pool, []*chronos.Job{j})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
