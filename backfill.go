@@ -41,9 +41,9 @@ type Backfill struct {
 	Shifted     []CalendarEffect `json:"shifted,omitempty"`
 }
 
-// Validate checks a backfill's range against now (the database's clock):
-// from before to, to not after now (the schedule runs the future).
-func (r BackfillRequest) Validate(now time.Time) error {
+// Validate checks a backfill's range: from before to (Clamp, called
+// first, brings a to past now back to now).
+func (r BackfillRequest) Validate() error {
 	f := map[string]string{}
 	switch {
 	case r.From.IsZero():
@@ -56,8 +56,6 @@ func (r BackfillRequest) Validate(now time.Time) error {
 		f["to"] = "is required (RFC 3339)"
 	case checkYear(r.To) != nil:
 		f["to"] = checkYear(r.To).Error()
-	case r.To.After(now):
-		f["to"] = fmt.Sprintf("must not be after now (%s): the schedule runs the future", now.UTC().Format(time.RFC3339))
 	case !r.From.IsZero() && !r.To.After(r.From):
 		f["to"] = "must be after from"
 	}
@@ -65,6 +63,14 @@ func (r BackfillRequest) Validate(now time.Time) error {
 		return InvalidFields(f)
 	}
 	return nil
+}
+
+// Clamp brings a to after now back to now: the schedule runs the future,
+// a backfill the past.
+func (r *BackfillRequest) Clamp(now time.Time) {
+	if r.To.After(now) {
+		r.To = now.UTC()
+	}
 }
 
 // BackfillPlan returns the job's occurrences in [from, to), oldest first

@@ -129,7 +129,7 @@ func TestBackfillEndpoint(t *testing.T) {
 	minutely["cron_expr"] = "* * * * *"
 	m := e.createJob(minutely)
 	wantFields(t, e.do("POST", "/v1/jobs/"+itoa64(m.ID)+"/backfill", map[string]any{"from": now.Add(-48 * time.Hour).Format(time.RFC3339), "to": to}), "to")
-	wantFields(t, e.do("POST", path, map[string]any{"from": from, "to": now.Add(48 * time.Hour).Format(time.RFC3339)}), "to")
+	wantFields(t, e.do("POST", path, map[string]any{"from": to, "to": from}), "to")
 	wantFields(t, e.do("POST", path, map[string]any{"to": to}), "from")
 	wantFields(t, e.do("POST", path, map[string]any{"from": from, "to": to, "extra": 1}), "extra")
 	wantStatus(t, e.do("POST", "/v1/jobs/999999/backfill", map[string]any{"from": from, "to": to}), nethttp.StatusNotFound)

@@ -16,7 +16,7 @@ import (
 // one transaction, audited; a dry run lists them and creates nothing. The
 // occurrences are the schedule's (time zone, DST, bounds, exclusions,
 // calendars: chronos.Job.BackfillPlan); more than chronos.MaxBackfill is
-// an EINVALID naming "to", as is a to after now.
+// an EINVALID naming "to"; a to after now is taken as now.
 //
 // An occurrence's identity is (job, scheduled_at): one that already has a
 // run, scheduled or backfilled, gets none (Existing), so a second backfill
@@ -136,7 +136,8 @@ func (db *DB) backfillDryRun(ctx context.Context, jobID int64, req chronos.Backf
 // range (j has its calendars attached) and which of them have a run
 // already.
 func backfillPlan(ctx context.Context, q querier, j *chronos.Job, req chronos.BackfillRequest, now time.Time) (chronos.Backfill, error) {
-	if err := req.Validate(now); err != nil {
+	req.Clamp(now)
+	if err := req.Validate(); err != nil {
 		return chronos.Backfill{}, err
 	}
 	b, err := j.BackfillPlan(req.From, req.To)

@@ -56,6 +56,7 @@ func newRoot(ctx context.Context, env *environ) *cobra.Command {
 		root.AddCommand(sub)
 	}
 	root.AddCommand(newJobsCmd(env), newRunsCmd(env), newApplyCmd(env))
+	root.AddCommand(newCalendarsCmd(env))
 	return root
 }
 
