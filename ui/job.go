@@ -150,7 +150,7 @@ func formData(id int64, f jobForm, err error) map[string]any {
 		"Overlaps":  []string{string(chronos.OverlapAllow), string(chronos.OverlapSkip), string(chronos.OverlapQueueOne)},
 		"Misfires":  []string{string(chronos.MisfireOne), string(chronos.MisfireNone), string(chronos.MisfireAll)},
 		"MaxJitter": chronos.MaxJitterSeconds, "MaxDeadline": chronos.MaxStartingDeadline,
-		"Redacted": chronos.Redacted,
+		"Redacted":         chronos.Redacted,
 		"CalendarPolicies": []string{string(chronos.CalendarSkip), string(chronos.CalendarNextBusinessDay)}}
 	if err != nil {
 		d["Error"] = chronos.ErrorMessage(err)
