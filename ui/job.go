@@ -150,8 +150,8 @@ func formData(id int64, f jobForm, err error) map[string]any {
 		"Overlaps":  []string{string(chronos.OverlapAllow), string(chronos.OverlapSkip), string(chronos.OverlapQueueOne)},
 		"Misfires":  []string{string(chronos.MisfireOne), string(chronos.MisfireNone), string(chronos.MisfireAll)},
 		"MaxJitter": chronos.MaxJitterSeconds, "MaxDeadline": chronos.MaxStartingDeadline,
-		"Redacted":         chronos.Redacted,
-		"CalendarPolicies": []string{string(chronos.CalendarSkip), string(chronos.CalendarNextBusinessDay)}}
+		"Redacted": chronos.Redacted}
+	d["CalendarPolicies"] = []string{string(chronos.CalendarSkip), string(chronos.CalendarNextBusinessDay)}
 	if err != nil {
 		d["Error"] = chronos.ErrorMessage(err)
 	}
