@@ -537,6 +537,11 @@ func (db *DB) deleteJob(ctx context.Context, id int64) error {
 	if _, err := tx.Exec(ctx, "SELECT 1 FROM job_runs WHERE job_id = $1 FOR UPDATE", id); err != nil {
 		return mapErr(err, "delete job: lock its runs")
 	}
+	// Its calendars, for the audit entry: their rows go with the job.
+	cals := &chronos.Job{ID: id}
+	if err := attachCalendars(ctx, tx, []*chronos.Job{cals}, nil); err != nil {
+		return err
+	}
 	j, err := scanJob(tx.QueryRow(ctx, "DELETE FROM jobs WHERE id = $1 RETURNING "+jobColumns, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return jobNotFound(id)
@@ -544,6 +549,7 @@ func (db *DB) deleteJob(ctx context.Context, id int64) error {
 	if err != nil {
 		return mapErr(err, "delete job")
 	}
+	j.Calendars, j.CalendarPolicy = cals.Calendars, cals.CalendarPolicy
 	if err := recordAudit(ctx, tx, id, chronos.AuditDelete, nil, chronos.JobChanges(j, nil)); err != nil {
 		return err
 	}
