@@ -31,14 +31,16 @@ type JobUpdate struct {
 	Enabled            Opt[bool]              `json:"enabled"`
 	OnDeadURL          Opt[string]            `json:"on_dead_url"`
 
-	StartsAt                Opt[time.Time]      `json:"starts_at"`
-	EndsAt                  Opt[time.Time]      `json:"ends_at"`
-	Misfire                 Opt[MisfirePolicy]  `json:"misfire"`
-	StartingDeadlineSeconds Opt[int]            `json:"starting_deadline_seconds"`
-	JitterSeconds           Opt[int]            `json:"jitter_seconds"`
-	Exclude                 Opt[[]DateRange]    `json:"exclude"`
-	Calendars               Opt[[]string]       `json:"calendars"`
-	CalendarPolicy          Opt[CalendarPolicy] `json:"calendar_policy"`
+	StartsAt                Opt[time.Time]     `json:"starts_at"`
+	EndsAt                  Opt[time.Time]     `json:"ends_at"`
+	Misfire                 Opt[MisfirePolicy] `json:"misfire"`
+	StartingDeadlineSeconds Opt[int]           `json:"starting_deadline_seconds"`
+	JitterSeconds           Opt[int]           `json:"jitter_seconds"`
+	Exclude                 Opt[[]DateRange]   `json:"exclude"`
+
+	Calendars      Opt[[]string]       `json:"calendars"`
+	CalendarPolicy Opt[CalendarPolicy] `json:"calendar_policy"`
+
 	// GenerateSigningSecret, at create only, gives the job its own signing
 	// secret, shown once in the response. Apply ignores it.
 	GenerateSigningSecret Opt[bool] `json:"generate_signing_secret"`
