@@ -185,7 +185,7 @@ func splitJobs(data []byte) ([]json.RawMessage, error) {
 				out = append(out, mustJSON(j))
 			}
 		case map[string]any:
-			if jobs, ok := d["jobs"]; ok && len(d) == 1 {
+			if jobs, ok := d["jobs"]; ok && isJobList(d) {
 				list, ok := jobs.([]any)
 				if !ok {
 					return nil, errors.New(`"jobs" must be a list of jobs`)
@@ -201,6 +201,23 @@ func splitJobs(data []byte) ([]json.RawMessage, error) {
 		}
 	}
 }
+
+// isJobList tells a {jobs: [...]} document (a page of `chronos jobs list
+// -o yaml` too, with its next_cursor) from a job.
+func isJobList(d map[string]any) bool {
+	for k := range d {
+		if k != "jobs" && k != "next_cursor" {
+			return false
+		}
+	}
+	return true
+}
+
+// serverFields are the fields of a job the server sets and a job response
+// shows (GET /v1/jobs), that a create or update does not take. A spec may
+// hold them, so that the output of `chronos jobs list -o yaml` is a
+// manifest (a backup restores with apply); they are dropped unread.
+var serverFields = []string{"id", "created_at", "updated_at", "next_run_at", "state", "signing_secrets"}
 
 func mustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
@@ -236,6 +253,9 @@ func checkSpec(raw json.RawMessage, where string) (*Spec, []string) {
 	if name != "" {
 		where = fmt.Sprintf("%s (%s)", where, name)
 	}
+	for _, f := range serverFields {
+		delete(fields, f)
+	}
 	var problems []string
 	known := specFields()
 	var keys []string
@@ -248,9 +268,11 @@ func checkSpec(raw json.RawMessage, where string) (*Spec, []string) {
 			problems = append(problems, fmt.Sprintf("%s: field %s: unknown field", where, k))
 		}
 	}
+	problems = append(problems, redactedHeaders(fields, where)...)
 	if len(problems) > 0 {
 		return nil, problems
 	}
+	raw, _ = json.Marshal(fields) // without the server's fields
 	var u chronos.JobUpdate
 	if err := json.Unmarshal(raw, &u); err != nil {
 		var te *json.UnmarshalTypeError
@@ -302,4 +324,28 @@ func NewJob(u *chronos.JobUpdate) (*chronos.Job, error) {
 		return nil, err
 	}
 	return &j, nil
+}
+
+// redactedHeaders refuses header values that are chronos.Redacted: the
+// API shows every secret header so (a list or get never returns the
+// value), and a manifest made from such output, a backup, would store the
+// placeholder as the job's credential on a server that lacks the job.
+func redactedHeaders(fields map[string]json.RawMessage, where string) []string {
+	var h map[string]any
+	if json.Unmarshal(fields["headers"], &h) != nil {
+		return nil // not a mapping: the type check says so
+	}
+	var names []string
+	for k, v := range h {
+		if v == chronos.Redacted {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	var problems []string
+	for _, k := range names {
+		problems = append(problems, fmt.Sprintf("%s: field headers.%s: is %s, the placeholder the API shows for a secret value, not the value: "+
+			"write the real value in the file (a job list or get never shows it)", where, k, chronos.Redacted))
+	}
+	return problems
 }

@@ -67,7 +67,7 @@ func prepareJob(ctx context.Context, j *chronos.Job, now time.Time) ([]any, erro
 	}
 	args := append(append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets)), policyArgs(j)...)
 	return append(args, j.CreatedAt, j.Description, labelsArg(j), chronos.ActorFrom(ctx),
-		changesArg(chronos.JobChanges(nil, j)), j.OnDeadURL), nil
+		chronos.CreationChanges(j), j.OnDeadURL), nil
 }
 
 // insertJobsSQL is the statement that inserts n jobs, their schedule rows

@@ -38,6 +38,11 @@ values are write-only: a change to one alone is not seen. A second apply of
 the same files reports no changes and writes nothing. New jobs are created
 in batches of up to 1,000 (POST /v1/jobs/batch), each all or nothing.
 
+Backup and restore: the output of 'chronos jobs list --all -o yaml' is a
+manifest (the fields only the server sets, such as id and next_run_at, are
+ignored). Secret header values show there as [redacted]; apply refuses a
+file holding that placeholder, so write the real values in before restoring.
+
 --prune deletes the jobs with the labels of --selector that the files no
 longer list; it needs --selector. A prune from an empty set (no job of the
 files has the selector's labels: an empty stdin, a file of only comments,
