@@ -19,6 +19,9 @@ const (
 	AuditResume  AuditAction = "resume"
 	AuditTrigger AuditAction = "trigger"
 	AuditRedrive AuditAction = "redrive"
+	// AuditBackfill: POST /v1/jobs/{id}/backfill created runs (its
+	// changes hold "backfill": the range and the counts).
+	AuditBackfill AuditAction = "backfill"
 )
 
 // AuditEntry is one change of a job's history: who (the API key's name),

@@ -128,11 +128,14 @@ const (
 	// SkipDeadline: the occurrence could not start within the job's
 	// starting_deadline_seconds; a run created for it is "missed".
 	SkipDeadline = "deadline"
+	// SkipCalendar: the occurrence fell on a date of one of the job's
+	// calendars, under calendar_policy skip.
+	SkipCalendar = "calendar"
 )
 
 // SkipReasons are the reasons of EventSkipped, each a label value of
 // chronos_occurrences_skipped_total.
-var SkipReasons = []string{SkipOverlap, SkipExcluded, SkipMisfire, SkipDeadline}
+var SkipReasons = []string{SkipOverlap, SkipExcluded, SkipMisfire, SkipDeadline, SkipCalendar}
 
 // Event is what travels on the bus and out of the event tap. Fields that do
 // not apply to a type are zero and omitted on the wire.

@@ -43,6 +43,24 @@ func (e *ManifestError) Error() string {
 // checked as the server would check it; one bad job refuses the lot with a
 // *ManifestError.
 func LoadManifest(paths []string, stdin io.Reader) ([]*Spec, error) {
+	m, err := LoadManifestAll(paths, stdin)
+	if err != nil {
+		return nil, err
+	}
+	return m.Jobs, nil
+}
+
+// Manifest is what a set of files describes: jobs, and calendars
+// (documents or list items with kind: Calendar, see calendarDoc).
+type Manifest struct {
+	Jobs      []*Spec
+	Calendars []*CalendarDoc
+}
+
+// LoadManifestAll is LoadManifest that also returns the calendars of the
+// files: an item with "kind: Calendar" is a calendar (name, description,
+// dates or ical); "kind: Job", or no kind, a job.
+func LoadManifestAll(paths []string, stdin io.Reader) (*Manifest, error) {
 	var files []string
 	for _, p := range paths {
 		if p == "-" {
@@ -71,8 +89,10 @@ func LoadManifest(paths []string, stdin io.Reader) ([]*Spec, error) {
 		return nil, errors.New("no manifest files (want *.yaml, *.yml or *.json)")
 	}
 	var specs []*Spec
+	var cals []*CalendarDoc
 	var problems []string
 	seen := map[string]string{}
+	seenCal := map[string]string{}
 	for _, f := range files {
 		name, data, err := readFile(f, stdin)
 		if err != nil {
@@ -82,6 +102,20 @@ func LoadManifest(paths []string, stdin io.Reader) ([]*Spec, error) {
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
 			continue
+		}
+		raws, calRaws := splitCalendars(raws)
+		for i, raw := range calRaws {
+			d, errs := checkCalendar(raw, fmt.Sprintf("%s: calendar %d", name, i+1))
+			problems = append(problems, errs...)
+			if d == nil {
+				continue
+			}
+			if first, dup := seenCal[d.Name]; dup {
+				problems = append(problems, fmt.Sprintf("%s: field name: %q is also the name of %s (names are unique)", d.Source, d.Name, first))
+				continue
+			}
+			seenCal[d.Name] = d.Source
+			cals = append(cals, d)
 		}
 		for i, raw := range raws {
 			s, errs := checkSpec(raw, fmt.Sprintf("%s: job %d", name, i+1))
@@ -100,7 +134,7 @@ func LoadManifest(paths []string, stdin io.Reader) ([]*Spec, error) {
 	if len(problems) > 0 {
 		return nil, &ManifestError{Problems: problems}
 	}
-	return specs, nil
+	return &Manifest{Jobs: specs, Calendars: cals}, nil
 }
 
 // ReadObjects reads the jobs of one file ("-": stdin) as raw JSON

@@ -27,6 +27,11 @@ const (
 // cluster had no leader.
 const HeaderCatchUp = "X-Chronos-Catch-Up"
 
+// HeaderBackfill is set, to "true", on the delivery of a backfilled run
+// (trigger backfill: POST /v1/jobs/{id}/backfill), so a target can tell a
+// past occurrence run late on purpose from its schedule's own.
+const HeaderBackfill = "X-Chronos-Backfill"
+
 // executor makes the HTTP call of one attempt. It is safe for concurrent
 // use; every call shares one transport.
 type executor struct {
@@ -171,6 +176,9 @@ func (e *executor) request(ctx context.Context, job *chronos.Job, run *chronos.R
 	req.Header.Set(HeaderScheduledAt, run.ScheduledAt.UTC().Format(time.RFC3339Nano))
 	if run.CatchUp {
 		req.Header.Set(HeaderCatchUp, "true")
+	}
+	if run.Trigger == chronos.TriggerBackfill {
+		req.Header.Set(HeaderBackfill, "true")
 	}
 	e.sign(req.Header, job, run, body)
 	return req, nil

@@ -115,8 +115,9 @@ func plan(j *chronos.Job, now, horizon time.Time, active, pending bool, gap time
 		if t.After(horizon) || take(occurrence{at: t, catchUp: catchUp}) {
 			break
 		}
-		next, excluded, ok := sched.Step(t)
-		p.miss(chronos.SkipExcluded, excluded)
+		next, passed, ok := sched.Advance(t)
+		p.miss(chronos.SkipExcluded, passed.Excluded)
+		p.miss(chronos.SkipCalendar, passed.Calendar)
 		if !ok {
 			return p // no further occurrence: next_run_at becomes null, the job is finished
 		}

@@ -25,6 +25,11 @@ A file is YAML or JSON: one or more documents, each a list of jobs, a
 mapping {jobs: [...]}, or one job, in the fields of POST /v1/jobs. A
 directory means its *.yaml, *.yml and *.json files; - means stdin.
 
+An item with kind: Calendar is a calendar (name, description, and dates or
+ical, as PUT /v1/calendars/{name}): calendars are created and replaced
+before the jobs that name them; with --prune, the calendars the files do
+not list are deleted after the jobs, if the files list any calendar.
+
 Every job is checked before anything changes: one invalid job refuses the
 whole apply, naming the file, the job and the field. A field the file
 leaves out is set to its default, except enabled, which apply changes only
@@ -64,12 +69,15 @@ jobs: []) would delete every selected job, so it is refused unless
 				return err
 			}
 			start := time.Now()
-			specs, err := client.LoadManifest(files, cmd.InOrStdin())
+			m, err := client.LoadManifestAll(files, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			p, err := c.MakePlan(cmd.Context(), specs, client.PlanOptions{Prune: prune, Selector: sel, AllowEmpty: allowEmpty})
+			p, err := c.MakePlan(cmd.Context(), m.Jobs, client.PlanOptions{Prune: prune, Selector: sel, AllowEmpty: allowEmpty})
 			if err != nil {
+				return err
+			}
+			if p.Calendars, p.CalendarsUnchanged, err = c.PlanCalendars(cmd.Context(), m.Calendars, prune); err != nil {
 				return err
 			}
 			if api.out.format != "table" {
@@ -91,6 +99,9 @@ jobs: []) would delete every selected job, so it is refused unless
 				return nil
 			}
 			res, err := c.Apply(cmd.Context(), p, parallel)
+			if len(p.Calendars) > 0 {
+				fmt.Fprintf(out, "%d calendar change(s) made\n", res.Calendars)
+			}
 			fmt.Fprintf(out, "%d created, %d updated, %d deleted, %d unchanged in %s\n",
 				res.Created, res.Updated, res.Deleted, res.Unchanged, time.Since(start).Round(time.Millisecond))
 			return err

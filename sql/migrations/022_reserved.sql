@@ -1,2 +1,0 @@
--- Reserved for a migration on another branch.
-SELECT 1; -- tern refuses a step without SQL
