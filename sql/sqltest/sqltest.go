@@ -380,3 +380,13 @@ func redact(dsn string) string {
 	}
 	return u.String()
 }
+
+// WithParam adds a query parameter (a run-time or pool setting) to a
+// URL-form dsn, such as NewURL returns.
+func WithParam(dsn, k, v string) string {
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + k + "=" + v
+}
