@@ -159,8 +159,7 @@ func formData(id int64, f jobForm, err error) map[string]any {
 
 // newJobPage is GET /ui/jobs/new.
 func (c *Console) newJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	if !s.CanWrite() {
-		c.fail(w, r, s, nethttp.StatusForbidden, "Your API key ("+s.Name+") has the read role: it may look, not change.")
+	if c.readOnly(w, r, s) {
 		return
 	}
 	c.render(w, r, s, nethttp.StatusOK, "jobform", "New job", formData(0, defaultForm(), nil))
@@ -168,20 +167,11 @@ func (c *Console) newJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *se
 
 // editJobPage is GET /ui/jobs/{id}/edit.
 func (c *Console) editJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	id, ok := c.pathID(w, r, s)
+	j, ok := c.jobToChange(w, r, s)
 	if !ok {
 		return
 	}
-	if !s.CanWrite() {
-		c.fail(w, r, s, nethttp.StatusForbidden, "Your API key ("+s.Name+") has the read role: it may look, not change.")
-		return
-	}
-	j, err := c.db.Job(r.Context(), id)
-	if err != nil {
-		c.failErr(w, r, s, err)
-		return
-	}
-	c.render(w, r, s, nethttp.StatusOK, "jobform", "Edit "+j.Name, formData(id, formOf(j), nil))
+	c.render(w, r, s, nethttp.StatusOK, "jobform", "Edit "+j.Name, formData(j.ID, formOf(j), nil))
 }
 
 // createJob is POST /ui/jobs.
@@ -251,17 +241,8 @@ func (c *Console) updateJob(w nethttp.ResponseWriter, r *nethttp.Request, s *ses
 
 // deleteJobPage is GET /ui/jobs/{id}/delete: the confirmation.
 func (c *Console) deleteJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	id, ok := c.pathID(w, r, s)
+	j, ok := c.jobToChange(w, r, s)
 	if !ok {
-		return
-	}
-	if !s.CanWrite() {
-		c.fail(w, r, s, nethttp.StatusForbidden, "Your API key ("+s.Name+") has the read role: it may look, not change.")
-		return
-	}
-	j, err := c.db.Job(r.Context(), id)
-	if err != nil {
-		c.failErr(w, r, s, err)
 		return
 	}
 	c.render(w, r, s, nethttp.StatusOK, "delete", "Delete "+j.Name, j.Redacted())
