@@ -33,6 +33,7 @@ import (
 	"github.com/chronoshq/chronos/sql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/tern/v2/migrate"
 )
 
 // EnvVar names the environment variable holding the server's DSN.
@@ -389,4 +390,23 @@ func WithParam(dsn, k, v string) string {
 		sep = "&"
 	}
 	return dsn + sep + k + "=" + v
+}
+
+// MigrateTo is a tern migrator over Chronos' migrations on conn (to a
+// database such as NewEmptyURL gives), once it has taken the schema to
+// version: a test of one migration fills the database as the version
+// before it had it, then migrates on with the migrator.
+func MigrateTo(t testing.TB, ctx context.Context, conn *pgx.Conn, version int32) *migrate.Migrator {
+	t.Helper()
+	m, err := migrate.NewMigrator(ctx, conn, "public.chronos_schema_version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.LoadMigrations(sql.Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MigrateTo(ctx, version); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
