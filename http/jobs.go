@@ -19,8 +19,26 @@ type jobList struct {
 }
 
 // newJob builds the job a create request describes (chronos.NewJob, shared
-// with the console).
-func newJob(u *chronos.JobUpdate) (*chronos.Job, error) { return chronos.NewJob(u) }
+// with the console), its URLs checked against the target policy, with its
+// generated signing secret if it asked for one (shown once).
+func (s *Server) newJob(u *chronos.JobUpdate) (*chronos.Job, string, error) {
+	j, err := chronos.NewJob(u)
+	if err == nil {
+		err = s.checkTarget(j.TargetURL)
+	}
+	if err == nil && j.OnDeadURL != nil {
+		err = s.checkURL("on_dead_url", *j.OnDeadURL)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	secret := ""
+	if u.GenerateSigningSecret.Value {
+		secret = chronos.NewSigningSecret()
+		j.SigningSecrets = []chronos.SigningSecret{{Secret: secret, CreatedAt: time.Now().UTC()}}
+	}
+	return j, secret, nil
+}
 
 // createJob is POST /v1/jobs.
 func (s *Server) createJob(c *gin.Context) {
@@ -33,21 +51,10 @@ func (s *Server) createJob(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	j, err := newJob(&u)
-	if err == nil {
-		err = s.checkTarget(j.TargetURL)
-	}
-	if err == nil && j.OnDeadURL != nil {
-		err = s.checkURL("on_dead_url", *j.OnDeadURL)
-	}
+	j, secret, err := s.newJob(&u)
 	if err != nil {
 		s.fail(c, err)
 		return
-	}
-	secret := ""
-	if u.GenerateSigningSecret.Value {
-		secret = chronos.NewSigningSecret()
-		j.SigningSecrets = []chronos.SigningSecret{{Secret: secret, CreatedAt: time.Now().UTC()}}
 	}
 	s.create(c, func(ctx context.Context) error { return s.db.CreateJob(ctx, j) },
 		func() (sql.IdempotentResponse, error) { return createdAnswer(j, secret) }, secret != "")

@@ -6,7 +6,6 @@ import (
 	nethttp "net/http"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -81,22 +80,7 @@ func (s *Server) batchJob(raw json.RawMessage) (*chronos.Job, string, error) {
 	if _, err := decodeObject(raw, &u); err != nil {
 		return nil, "", err
 	}
-	j, err := newJob(&u)
-	if err == nil {
-		err = s.checkTarget(j.TargetURL)
-	}
-	if err == nil && j.OnDeadURL != nil {
-		err = s.checkURL("on_dead_url", *j.OnDeadURL)
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	secret := ""
-	if u.GenerateSigningSecret.Value {
-		secret = chronos.NewSigningSecret()
-		j.SigningSecrets = []chronos.SigningSecret{{Secret: secret, CreatedAt: time.Now().UTC()}}
-	}
-	return j, secret, nil
+	return s.newJob(&u)
 }
 
 // prefixFields adds job i's error to bad, its fields named
