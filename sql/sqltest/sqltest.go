@@ -410,3 +410,36 @@ func MigrateTo(t testing.TB, ctx context.Context, conn *pgx.Conn, version int32)
 	}
 	return m
 }
+
+// Statement is one SQL statement and its arguments, for WithoutTriggers.
+type Statement struct {
+	SQL  string
+	Args []any
+}
+
+// WithoutTriggers runs stmts in one transaction with the tables' triggers
+// off (session_replication_role = replica), as a bulk load or the restore
+// of a partial dump would, and commits; an error fails tb. The tests that
+// use it do the triggers' work themselves, or mean it left undone.
+func WithoutTriggers(tb testing.TB, db *sql.DB, stmts ...Statement) {
+	tb.Helper()
+	ctx := context.Background()
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Released before a Fatal's cleanup closes the pool, which would wait
+	// for it.
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
+		tb.Fatal(err)
+	}
+	for i, s := range stmts {
+		if _, err := tx.Exec(ctx, s.SQL, s.Args...); err != nil {
+			tb.Fatalf("statement %d without triggers: %v", i+1, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		tb.Fatal(err)
+	}
+}
