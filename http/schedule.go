@@ -34,7 +34,12 @@ type previewRequest struct {
 // jobSchedule is GET /v1/jobs/{id}/schedule?count=&after=: the job's next
 // fire times, from the database's clock unless after is given.
 func (s *Server) jobSchedule(c *gin.Context) {
-	id, q, err := idAndQuery(c, "count", "after")
+	id, err := parseID(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	q, err := parseQuery(c, "count", "after")
 	if err != nil {
 		s.fail(c, err)
 		return

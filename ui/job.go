@@ -159,7 +159,8 @@ func formData(id int64, f jobForm, err error) map[string]any {
 
 // newJobPage is GET /ui/jobs/new.
 func (c *Console) newJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	if c.readOnly(w, r, s) {
+	if !s.CanWrite() {
+		c.fail(w, r, s, nethttp.StatusForbidden, "Your API key ("+s.Name+") has the read role: it may look, not change.")
 		return
 	}
 	c.render(w, r, s, nethttp.StatusOK, "jobform", "New job", formData(0, defaultForm(), nil))
@@ -167,11 +168,20 @@ func (c *Console) newJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *se
 
 // editJobPage is GET /ui/jobs/{id}/edit.
 func (c *Console) editJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	j, ok := c.jobToChange(w, r, s)
+	id, ok := c.pathID(w, r, s)
 	if !ok {
 		return
 	}
-	c.render(w, r, s, nethttp.StatusOK, "jobform", "Edit "+j.Name, formData(j.ID, formOf(j), nil))
+	if !s.CanWrite() {
+		c.fail(w, r, s, nethttp.StatusForbidden, "Your API key ("+s.Name+") has the read role: it may look, not change.")
+		return
+	}
+	j, err := c.db.Job(r.Context(), id)
+	if err != nil {
+		c.failErr(w, r, s, err)
+		return
+	}
+	c.render(w, r, s, nethttp.StatusOK, "jobform", "Edit "+j.Name, formData(id, formOf(j), nil))
 }
 
 // createJob is POST /ui/jobs.
