@@ -28,16 +28,7 @@ const burstMargin = 500 * time.Millisecond
 // creation still overran T, the attempt is dropped and the scenario
 // starts over in a fresh world, with the time it really took.
 func benchBurst(ctx context.Context, b *runner) (*result, error) {
-	var need time.Duration
-	for attempt := 1; attempt <= burstAttempts; attempt++ {
-		res, took, err := burstOnce(ctx, b, need)
-		if err != nil || res != nil {
-			return res, err
-		}
-		b.progress("burst: creating the jobs took %s, past their due instant: again with more time", took.Round(time.Millisecond))
-		need = took * 3 / 2
-	}
-	return nil, fmt.Errorf("creating the jobs overran their due instant %d times", burstAttempts)
+	return retryDue(ctx, b, "burst", "creating the jobs", burstAttempts, burstOnce)
 }
 
 // burstOnce is one attempt of burst. need is how long the creation is
@@ -45,25 +36,16 @@ func benchBurst(ctx context.Context, b *runner) (*result, error) {
 // creation overran T; took says how long it took.
 func burstOnce(ctx context.Context, b *runner, need time.Duration) (res *result, took time.Duration, err error) {
 	f := b.cfg
-	e, err := b.newEnv(ctx)
+	e, err := b.clusterEnv(ctx, instanceOpts{}, true)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer e.close()
-	if err := e.startInstances(ctx, f.Instances, instanceOpts{}); err != nil {
-		return nil, 0, err
-	}
-	if err := e.waitLeader(ctx); err != nil {
-		return nil, 0, err
-	}
 	n := f.BurstJobs
 	res = &result{Scenario: "burst"}
 	res.param("jobs", n)
 	res.param("clients", f.Clients)
-	res.param("instances", f.Instances)
-	res.param("concurrency", f.Concurrency)
-	res.param("procs", f.Procs)
-	res.param("async_commit", f.AsyncCommit)
+	res.clusterParams(&f)
 
 	// The warm-up jobs are due in years: they open the connections and
 	// tell how fast this machine creates jobs.

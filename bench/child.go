@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,9 +13,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/chronoshq/chronos/internal/syncbuf"
 )
 
 // childProcess is an instance running `chronos serve` as a child process.
@@ -25,26 +25,8 @@ type childProcess struct {
 	addr   string
 	cmd    *exec.Cmd
 	done   chan struct{}
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	client *nethttp.Client
-}
-
-// syncBuffer is a bytes.Buffer safe for the child's writer goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	bytes.Buffer
-}
-
-func (s *syncBuffer) text() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.TrimSpace(s.String())
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.Buffer.Write(p)
 }
 
 // childBinary says whether path is a chronos binary that can run serve (a
@@ -85,7 +67,7 @@ func startChild(ctx context.Context, b *runner, dsn, id string, opts instanceOpt
 	} else {
 		cmd.Env = append(cmd.Env, "REACTOR_SYNCHRONOUS_COMMIT=on")
 	}
-	errBuf := &syncBuffer{}
+	errBuf := &syncbuf.Buffer{}
 	cmd.Stderr = errBuf
 	cmd.Stdout = io.Discard
 	if err := cmd.Start(); err != nil {
@@ -104,7 +86,7 @@ func startChild(ctx context.Context, b *runner, dsn, id string, opts instanceOpt
 		}
 		select {
 		case <-c.done:
-			return nil, fmt.Errorf("child exited: %s", errBuf.text())
+			return nil, fmt.Errorf("child exited: %s", strings.TrimSpace(errBuf.String()))
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

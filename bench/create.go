@@ -75,14 +75,11 @@ const warmUpJobs = 100
 // requests in flight).
 func benchCreate(ctx context.Context, b *runner) (*result, error) {
 	f := b.cfg
-	e, err := b.newEnv(ctx)
+	e, err := b.clusterEnv(ctx, instanceOpts{}, false)
 	if err != nil {
 		return nil, err
 	}
 	defer e.close()
-	if err := e.startInstances(ctx, f.Instances, instanceOpts{}); err != nil {
-		return nil, err
-	}
 	res := &result{Scenario: "create"}
 	res.param("jobs", f.CreateJobs)
 	res.param("clients", f.Clients)

@@ -33,16 +33,7 @@ const (
 // the CPU per run of chronos and of Postgres from the insert to the last
 // completion; no occurrence may be missed or delivered twice.
 func benchHerd(ctx context.Context, b *runner) (*result, error) {
-	var need time.Duration
-	for attempt := 1; attempt <= herdAttempts; attempt++ {
-		res, took, err := herdOnce(ctx, b, need)
-		if err != nil || res != nil {
-			return res, err
-		}
-		b.progress("herd: inserting the jobs took %s, too close to their instant: again with more time", took.Round(time.Millisecond))
-		need = took * 3 / 2
-	}
-	return nil, fmt.Errorf("inserting the jobs overran their instant %d times", herdAttempts)
+	return retryDue(ctx, b, "herd", "inserting the jobs", herdAttempts, herdOnce)
 }
 
 // herdExpr is a six-field cron expression (seconds first) that fires at
@@ -57,24 +48,15 @@ func herdExpr(t time.Time) string {
 // insert ended too close to T; took says how long it took.
 func herdOnce(ctx context.Context, b *runner, need time.Duration) (res *result, took time.Duration, err error) {
 	f := b.cfg
-	e, err := b.newEnv(ctx)
+	e, err := b.clusterEnv(ctx, instanceOpts{}, true)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer e.close()
-	if err := e.startInstances(ctx, f.Instances, instanceOpts{}); err != nil {
-		return nil, 0, err
-	}
-	if err := e.waitLeader(ctx); err != nil {
-		return nil, 0, err
-	}
 	m := f.HerdJobs
 	res = &result{Scenario: "herd"}
 	res.param("jobs", m)
-	res.param("instances", f.Instances)
-	res.param("concurrency", f.Concurrency)
-	res.param("procs", f.Procs)
-	res.param("async_commit", f.AsyncCommit)
+	res.clusterParams(&f)
 
 	// Calibrate: jobs due next year, inserted the same way.
 	t0 := time.Now()

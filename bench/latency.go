@@ -12,14 +12,11 @@ import (
 // background runs stream in.
 func benchLatency(ctx context.Context, b *runner) (*result, error) {
 	f := b.cfg
-	e, err := b.newEnv(ctx)
+	e, err := b.clusterEnv(ctx, instanceOpts{}, false)
 	if err != nil {
 		return nil, err
 	}
 	defer e.close()
-	if err := e.startInstances(ctx, f.Instances, instanceOpts{}); err != nil {
-		return nil, err
-	}
 	job, err := e.createJob(ctx, map[string]any{
 		"name": "bench-latency", "run_at": farFuture(), "target_url": e.target.base + "/lat", "max_retries": 0,
 	})

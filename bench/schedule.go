@@ -12,17 +12,11 @@ import (
 // window delivered exactly once.
 func benchSchedule(ctx context.Context, b *runner) (*result, error) {
 	f := b.cfg
-	e, err := b.newEnv(ctx)
+	e, err := b.clusterEnv(ctx, instanceOpts{}, true)
 	if err != nil {
 		return nil, err
 	}
 	defer e.close()
-	if err := e.startInstances(ctx, f.Instances, instanceOpts{}); err != nil {
-		return nil, err
-	}
-	if err := e.waitLeader(ctx); err != nil {
-		return nil, err
-	}
 	k, seconds := f.Jobs, int(f.Duration/time.Second)
 	if seconds < 1 {
 		seconds = 1

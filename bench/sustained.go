@@ -42,17 +42,11 @@ const (
 // runs could be pruned (retention + the pruner's interval).
 func benchSustained(ctx context.Context, b *runner) (*result, error) {
 	f := b.cfg
-	e, err := b.newEnv(ctx)
+	e, err := b.clusterEnv(ctx, instanceOpts{retention: f.Retention}, true)
 	if err != nil {
 		return nil, err
 	}
 	defer e.close()
-	if err := e.startInstances(ctx, f.Instances, instanceOpts{retention: f.Retention}); err != nil {
-		return nil, err
-	}
-	if err := e.waitLeader(ctx); err != nil {
-		return nil, err
-	}
 	window := sustainedWindow
 	if f.Quick {
 		window = sustainedQuickWindow

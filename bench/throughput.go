@@ -11,14 +11,11 @@ import (
 // target has seen every one, and until every one is recorded succeeded.
 func benchThroughput(ctx context.Context, b *runner) (*result, error) {
 	f := b.cfg
-	e, err := b.newEnv(ctx)
+	e, err := b.clusterEnv(ctx, instanceOpts{}, false)
 	if err != nil {
 		return nil, err
 	}
 	defer e.close()
-	if err := e.startInstances(ctx, f.Instances, instanceOpts{}); err != nil {
-		return nil, err
-	}
 	job := benchJob("bench-throughput", e.target.base+"/t")
 	if err := e.db.CreateJob(ctx, job); err != nil {
 		return nil, err
@@ -26,10 +23,7 @@ func benchThroughput(ctx context.Context, b *runner) (*result, error) {
 	n := f.Runs
 	res := &result{Scenario: "throughput"}
 	res.param("runs", n)
-	res.param("instances", f.Instances)
-	res.param("concurrency", f.Concurrency)
-	res.param("procs", f.Procs)
-	res.param("async_commit", f.AsyncCommit)
+	res.clusterParams(&f)
 
 	// The runs are inserted a little ahead of their available_at, so the
 	// insert itself is not timed and every run becomes due at once.

@@ -77,6 +77,16 @@ type request struct {
 	header http.Header
 }
 
+// call does req and returns its answer decoded into a new T (a
+// next_cursor of null decodes as "", the last page).
+func call[T any](ctx context.Context, c *Client, req request) (*T, error) {
+	var v T
+	if err := c.do(ctx, req, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // do sends r and decodes a 2xx JSON answer into out (unless nil). A non-2xx
 // answer is an *Error.
 func (c *Client) do(ctx context.Context, r request, out any) error {

@@ -55,18 +55,7 @@ type JobPage struct {
 
 // ListJobs returns one page of jobs, oldest first.
 func (c *Client) ListJobs(ctx context.Context, f JobFilter) (*JobPage, error) {
-	var p struct {
-		Jobs       []*chronos.Job `json:"jobs"`
-		NextCursor *string        `json:"next_cursor"`
-	}
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/jobs", query: f.values()}, &p); err != nil {
-		return nil, err
-	}
-	out := &JobPage{Jobs: p.Jobs}
-	if p.NextCursor != nil {
-		out.NextCursor = *p.NextCursor
-	}
-	return out, nil
+	return call[JobPage](ctx, c, request{method: http.MethodGet, path: "/v1/jobs", query: f.values()})
 }
 
 // AllJobs follows the cursor through every page of f and returns every job
@@ -91,11 +80,7 @@ func (c *Client) AllJobs(ctx context.Context, f JobFilter) ([]*chronos.Job, erro
 
 // GetJob returns one job.
 func (c *Client) GetJob(ctx context.Context, id int64) (*chronos.Job, error) {
-	var j chronos.Job
-	if err := c.do(ctx, request{method: http.MethodGet, path: jobPath(id)}, &j); err != nil {
-		return nil, err
-	}
-	return &j, nil
+	return call[chronos.Job](ctx, c, request{method: http.MethodGet, path: jobPath(id)})
 }
 
 // CreatedJob is the answer to a create: the job and, when the request set
@@ -118,11 +103,7 @@ func (c *Client) CreateJob(ctx context.Context, spec *chronos.JobUpdate, opts ..
 // CreateJobJSON creates a job from a JSON object in the wire form of POST
 // /v1/jobs, sent as it is (fields the client does not know pass through).
 func (c *Client) CreateJobJSON(ctx context.Context, body json.RawMessage, opts ...CallOption) (*CreatedJob, error) {
-	var j CreatedJob
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs", body: body}.with(opts), &j); err != nil {
-		return nil, err
-	}
-	return &j, nil
+	return call[CreatedJob](ctx, c, request{method: http.MethodPost, path: "/v1/jobs", body: body}.with(opts))
 }
 
 // UpdateJob applies a partial update: only the Set fields of u change (a
@@ -137,11 +118,7 @@ func (c *Client) UpdateJob(ctx context.Context, id int64, u *chronos.JobUpdate) 
 
 // UpdateJobJSON sends a JSON object as the body of PATCH /v1/jobs/{id}.
 func (c *Client) UpdateJobJSON(ctx context.Context, id int64, body json.RawMessage) (*chronos.Job, error) {
-	var j chronos.Job
-	if err := c.do(ctx, request{method: http.MethodPatch, path: jobPath(id), body: body}, &j); err != nil {
-		return nil, err
-	}
-	return &j, nil
+	return call[chronos.Job](ctx, c, request{method: http.MethodPatch, path: jobPath(id), body: body})
 }
 
 // DeleteJob deletes a job and its runs.
@@ -162,11 +139,7 @@ func (c *Client) ResumeJob(ctx context.Context, id int64) (*chronos.Job, error) 
 
 // TriggerJob creates a manual run of a job, available now.
 func (c *Client) TriggerJob(ctx context.Context, id int64, opts ...CallOption) (*chronos.Run, error) {
-	var r chronos.Run
-	if err := c.do(ctx, request{method: http.MethodPost, path: jobPath(id) + "/trigger"}.with(opts), &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return call[chronos.Run](ctx, c, request{method: http.MethodPost, path: jobPath(id) + "/trigger"}.with(opts))
 }
 
 // Schedule is a preview of fire times (GET /v1/jobs/{id}/schedule).
@@ -189,11 +162,7 @@ func (c *Client) JobSchedule(ctx context.Context, id int64, count int, after tim
 	if !after.IsZero() {
 		q.Set("after", after.UTC().Format(time.RFC3339))
 	}
-	var s Schedule
-	if err := c.do(ctx, request{method: http.MethodGet, path: jobPath(id) + "/schedule", query: q}, &s); err != nil {
-		return nil, err
-	}
-	return &s, nil
+	return call[Schedule](ctx, c, request{method: http.MethodGet, path: jobPath(id) + "/schedule", query: q})
 }
 
 // HistoryEntry is one change of a job in its audit history. Changes maps
@@ -247,18 +216,7 @@ func (c *Client) JobHistory(ctx context.Context, id int64, limit int, cursor str
 	if cursor != "" {
 		q.Set("cursor", cursor)
 	}
-	var p struct {
-		Entries    []HistoryEntry `json:"entries"`
-		NextCursor *string        `json:"next_cursor"`
-	}
-	if err := c.do(ctx, request{method: http.MethodGet, path: jobPath(id) + "/history", query: q}, &p); err != nil {
-		return nil, err
-	}
-	out := &HistoryPage{Entries: p.Entries}
-	if p.NextCursor != nil {
-		out.NextCursor = *p.NextCursor
-	}
-	return out, nil
+	return call[HistoryPage](ctx, c, request{method: http.MethodGet, path: jobPath(id) + "/history", query: q})
 }
 
 // BulkResult is the answer of a bulk pause or resume: the jobs changed,
@@ -286,11 +244,7 @@ func (c *Client) bulk(ctx context.Context, path string, sel Selector) (*BulkResu
 	for _, t := range sel.Terms() {
 		q.Add("label", t)
 	}
-	var out BulkResult
-	if err := c.do(ctx, request{method: http.MethodPost, path: path, query: q}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[BulkResult](ctx, c, request{method: http.MethodPost, path: path, query: q})
 }
 
 // SetEnabledBySelector pauses (enabled false) or resumes (true) every job

@@ -301,30 +301,9 @@ func checkSpec(raw json.RawMessage, where string) (*Spec, []string) {
 }
 
 // NewJob builds the job a create request describes, as POST /v1/jobs
-// does: the defaults, then the Set fields of u, then validation. It lets
-// a manifest be refused before anything is sent.
-func NewJob(u *chronos.JobUpdate) (*chronos.Job, error) {
-	var j chronos.Job
-	j.ApplyDefaults()
-	j.MaxRetries = chronos.DefaultMaxRetries
-	j.Enabled = true
-	if _, err := u.Apply(&j); err != nil {
-		return nil, err
-	}
-	if j.Timezone == "" {
-		j.Timezone = "UTC"
-	}
-	if j.Headers == nil {
-		j.Headers = map[string]string{}
-	}
-	if !u.BackoffMaxSeconds.Set && j.BackoffMaxSeconds < j.BackoffBaseSeconds {
-		j.BackoffMaxSeconds = j.BackoffBaseSeconds
-	}
-	if err := j.Validate(); err != nil {
-		return nil, err
-	}
-	return &j, nil
-}
+// does (chronos.NewJob: the defaults, then the Set fields of u, then
+// validation). It lets a manifest be refused before anything is sent.
+func NewJob(u *chronos.JobUpdate) (*chronos.Job, error) { return chronos.NewJob(u) }
 
 // redactedHeaders refuses header values that are chronos.Redacted: the
 // API shows every secret header so (a list or get never returns the

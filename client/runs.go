@@ -55,18 +55,7 @@ type RunPage struct {
 }
 
 func (c *Client) runPage(ctx context.Context, path string, q url.Values) (*RunPage, error) {
-	var p struct {
-		Runs       []*chronos.Run `json:"runs"`
-		NextCursor *string        `json:"next_cursor"`
-	}
-	if err := c.do(ctx, request{method: http.MethodGet, path: path, query: q}, &p); err != nil {
-		return nil, err
-	}
-	out := &RunPage{Runs: p.Runs}
-	if p.NextCursor != nil {
-		out.NextCursor = *p.NextCursor
-	}
-	return out, nil
+	return call[RunPage](ctx, c, request{method: http.MethodGet, path: path, query: q})
 }
 
 // ListJobRuns returns a page of one job's runs (GET /v1/jobs/{id}/runs).
@@ -82,20 +71,12 @@ func (c *Client) ListRuns(ctx context.Context, f RunFilter) (*RunPage, error) {
 
 // GetRun returns a run with its attempts.
 func (c *Client) GetRun(ctx context.Context, id int64) (*chronos.Run, error) {
-	var r chronos.Run
-	if err := c.do(ctx, request{method: http.MethodGet, path: runPath(id)}, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return call[chronos.Run](ctx, c, request{method: http.MethodGet, path: runPath(id)})
 }
 
 // RedriveRun sends a dead run round again as a new pending run.
 func (c *Client) RedriveRun(ctx context.Context, id int64, opts ...CallOption) (*chronos.Run, error) {
-	var r chronos.Run
-	if err := c.do(ctx, request{method: http.MethodPost, path: runPath(id) + "/redrive"}.with(opts), &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return call[chronos.Run](ctx, c, request{method: http.MethodPost, path: runPath(id) + "/redrive"}.with(opts))
 }
 
 // Redriven is the answer of a bulk redrive: the new pending runs, and
@@ -110,11 +91,7 @@ type Redriven struct {
 // server caps it at 1,000) per call (POST /v1/runs/redrive).
 func (c *Client) RedriveRuns(ctx context.Context, f RunFilter, opts ...CallOption) (*Redriven, error) {
 	f.Cursor = ""
-	var out Redriven
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/v1/runs/redrive", query: f.values(true)}.with(opts), &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[Redriven](ctx, c, request{method: http.MethodPost, path: "/v1/runs/redrive", query: f.values(true)}.with(opts))
 }
 
 func runPath(id int64) string { return "/v1/runs/" + strconv.FormatInt(id, 10) }

@@ -81,12 +81,7 @@ func check(t *testing.T, c *cluster, w *workload, m *monitor, kills []killRec, w
 	runs := loadRuns(t, ctx, c)
 	attempts := loadAttempts(t, ctx, c)
 	dels := c.target.deliveries()
-	byID := map[int64]*dbRun{}
-	byJob := map[int64][]*dbRun{}
-	for _, r := range runs {
-		byID[r.ID] = r
-		byJob[r.Job] = append(byJob[r.Job], r)
-	}
+	byID, byJob := indexRuns(runs)
 	attOf := map[int64]map[int]dbAttempt{}
 	for _, a := range attempts {
 		if attOf[a.Run] == nil {
@@ -387,6 +382,28 @@ func cause(d delivery, a dbAttempt, kills []killRec) string {
 		return "answered, then " + msg
 	}
 	return "answered, outcome unrecorded"
+}
+
+// indexRuns indexes runs by id and by job (in the order given).
+func indexRuns(runs []*dbRun) (byID map[int64]*dbRun, byJob map[int64][]*dbRun) {
+	byID, byJob = map[int64]*dbRun{}, map[int64][]*dbRun{}
+	for _, r := range runs {
+		byID[r.ID] = r
+		byJob[r.Job] = append(byJob[r.Job], r)
+	}
+	return byID, byJob
+}
+
+// deliveredRuns is the set of runs the target answered at least once (a
+// delivery it aborted does not count).
+func (tg *target) deliveredRuns() map[int64]bool {
+	delivered := map[int64]bool{}
+	for _, d := range tg.deliveries() {
+		if !d.Aborted {
+			delivered[d.Run] = true
+		}
+	}
+	return delivered
 }
 
 func loadRuns(t testing.TB, ctx context.Context, c *cluster) []*dbRun {

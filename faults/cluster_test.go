@@ -74,14 +74,25 @@ func newCluster(t testing.TB, cfg clusterConfig) *cluster {
 func newClusterOn(t testing.TB, cfg clusterConfig, dsn string) *cluster {
 	t.Helper()
 	proxy, proxied := sqltest.NewProxyFor(t, dsn)
+	c := emptyCluster(t, cfg, dsn, newTarget())
+	c.proxy = proxy
+	c.startInstances(t, proxied)
+	return c
+}
+
+// emptyCluster is a cluster on dsn with no instance yet: the checker's
+// pool, the API client, the logs and tg (nil: no target), closed at
+// cleanup after the instances added to it are stopped.
+func emptyCluster(t testing.TB, cfg clusterConfig, dsn string, tg *target) *cluster {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := sql.Open(ctx, withParam(dsn, "pool_max_conns", "4"), "faults-checker")
+	db, err := sql.Open(ctx, sqltest.WithParam(dsn, "pool_max_conns", "4"), "faults-checker")
 	if err != nil {
 		t.Fatalf("open checker pool: %v", err)
 	}
 	c := &cluster{
-		t: t, cfg: cfg, dsn: dsn, proxy: proxy, db: db, target: newTarget(),
+		t: t, cfg: cfg, dsn: dsn, db: db, target: tg,
 		client:  &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 256}},
 		leaders: &leaderLog{open: map[string]time.Time{}},
 		faults:  &faultLog{},
@@ -90,20 +101,29 @@ func newClusterOn(t testing.TB, cfg clusterConfig, dsn string) *cluster {
 		for _, in := range c.insts {
 			in.stopQuietly()
 		}
-		c.target.close()
+		if c.target != nil {
+			c.target.close()
+		}
 		c.client.CloseIdleConnections()
 		db.Close()
 	})
-	for i := range cfg.instances {
+	return c
+}
+
+// startInstances starts cfg.instances instances (ids a, b, c...) on dsn,
+// each with the common environment plus extraEnv, and waits until each
+// serves HTTP and one of them leads.
+func (c *cluster) startInstances(t testing.TB, dsn string, extraEnv ...string) {
+	t.Helper()
+	for i := range c.cfg.instances {
 		id := string(rune('a' + i))
-		in := &instance{id: id, c: c, env: instanceEnv(proxied, id, cfg)}
-		c.insts = append(c.insts, in)
+		env := append(instanceEnv(dsn, id, c.cfg), extraEnv...)
+		c.insts = append(c.insts, &instance{id: id, c: c, env: env})
 	}
 	for _, in := range c.insts {
 		in.start(t)
 	}
 	c.waitLeader(t, 20*time.Second)
-	return c
 }
 
 func instanceEnv(dsn, id string, cfg clusterConfig) []string {
@@ -344,13 +364,4 @@ func (f *faultLog) snapshot() []interval {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]interval(nil), f.windows...)
-}
-
-// withParam adds a query parameter to a URL-form DSN.
-func withParam(dsn, k, v string) string {
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + k + "=" + v
 }

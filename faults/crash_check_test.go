@@ -70,12 +70,7 @@ func (r *crashRun) check(t *testing.T, m *monitor, windowEnd time.Time, strict b
 		jobByID[j.id] = j
 	}
 	runs := loadRuns(t, ctx, r.c)
-	byID := map[int64]*dbRun{}
-	byJob := map[int64][]*dbRun{}
-	for _, x := range runs {
-		byID[x.ID] = x
-		byJob[x.Job] = append(byJob[x.Job], x)
-	}
+	byID, byJob := indexRuns(runs)
 	dels := r.tg.deliveries()
 	delivered := map[int64][]jobDelivery{} // by run id
 	for _, d := range dels {

@@ -348,33 +348,7 @@ func (r *crashRun) waitOneShots(t *testing.T, within time.Duration) {
 // for a leader.
 func newDirectCluster(t testing.TB, cfg clusterConfig, dsn string, extraEnv ...string) *cluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db, err := sql.Open(ctx, withParam(dsn, "pool_max_conns", "4"), "faults-checker")
-	if err != nil {
-		t.Fatalf("open checker pool: %v", err)
-	}
-	c := &cluster{
-		t: t, cfg: cfg, dsn: dsn, db: db,
-		client:  &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 256}},
-		leaders: &leaderLog{open: map[string]time.Time{}},
-		faults:  &faultLog{},
-	}
-	t.Cleanup(func() {
-		for _, in := range c.insts {
-			in.stopQuietly()
-		}
-		c.client.CloseIdleConnections()
-		db.Close()
-	})
-	for i := range cfg.instances {
-		id := string(rune('a' + i))
-		env := append(instanceEnv(dsn, id, cfg), extraEnv...)
-		c.insts = append(c.insts, &instance{id: id, c: c, env: env})
-	}
-	for _, in := range c.insts {
-		in.start(t)
-	}
-	c.waitLeader(t, 20*time.Second)
+	c := emptyCluster(t, cfg, dsn, nil)
+	c.startInstances(t, dsn, extraEnv...)
 	return c
 }

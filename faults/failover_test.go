@@ -164,16 +164,8 @@ func TestPostgresFailover(t *testing.T) {
 	drain(t, c, 90*time.Second)
 
 	runs := loadRuns(t, ctx, c)
-	byID := map[int64]*dbRun{}
-	for _, r := range runs {
-		byID[r.ID] = r
-	}
-	delivered := map[int64]bool{}
-	for _, d := range c.target.deliveries() {
-		if !d.Aborted {
-			delivered[d.Run] = true
-		}
-	}
+	byID, _ := indexRuns(runs)
+	delivered := c.target.deliveredRuns()
 	lost := 0
 	for _, id := range tr.acked() {
 		if r := byID[id]; r == nil || r.Status != "succeeded" || !delivered[id] {

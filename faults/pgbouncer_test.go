@@ -12,13 +12,13 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chronoshq/chronos/internal/syncbuf"
 )
 
 // pgbouncerPath finds Debian's pgbouncer (.ci/run installs it; the
@@ -96,7 +96,7 @@ default_pool_size = 20
 		args = append([]string{"-u", as}, args...)
 	}
 	cmd := exec.Command(bin, args...)
-	out := &lockedLines{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start pgbouncer: %v", err)
@@ -137,22 +137,4 @@ default_pool_size = 20
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// lockedLines collects a process's output.
-type lockedLines struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
@@ -24,26 +23,7 @@ import (
 // them and the database.
 func newClusterWith(t testing.TB, cfg clusterConfig, dsn string, env func(id string) []string, ids ...string) *cluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db, err := sql.Open(ctx, withParam(dsn, "pool_max_conns", "4"), "faults-checker")
-	if err != nil {
-		t.Fatalf("open checker pool: %v", err)
-	}
-	c := &cluster{
-		t: t, cfg: cfg, dsn: dsn, db: db, target: newTarget(),
-		client:  &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 256}},
-		leaders: &leaderLog{open: map[string]time.Time{}},
-		faults:  &faultLog{},
-	}
-	t.Cleanup(func() {
-		for _, in := range c.insts {
-			in.stopQuietly()
-		}
-		c.target.close()
-		c.client.CloseIdleConnections()
-		db.Close()
-	})
+	c := emptyCluster(t, cfg, dsn, newTarget())
 	for _, id := range ids {
 		c.addInstance(t, id, env(id))
 	}
@@ -181,16 +161,8 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 	// Nothing acknowledged is lost: every triggered run succeeded and was
 	// delivered; every cron occurrence has its run (or a flagged catch-up).
 	runs := loadRuns(t, ctx, c)
-	byID := map[int64]*dbRun{}
-	for _, r := range runs {
-		byID[r.ID] = r
-	}
-	delivered := map[int64]bool{}
-	for _, d := range c.target.deliveries() {
-		if !d.Aborted {
-			delivered[d.Run] = true
-		}
-	}
+	byID, _ := indexRuns(runs)
+	delivered := c.target.deliveredRuns()
 	acked := tr.acked()
 	for _, id := range acked {
 		r := byID[id]

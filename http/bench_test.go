@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // BenchmarkListJobs measures GET /v1/jobs?limit=100 over real HTTP against
@@ -20,26 +22,12 @@ func BenchmarkListJobs(b *testing.B) {
 	ctx := context.Background()
 	const n = 100_000
 	start := time.Now()
-	tx, err := e.db.Pool.Begin(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Released before a Fatal's cleanup closes the pool, which would wait for it.
-	defer func() { _ = tx.Rollback(ctx) }()
 	// Triggers off for the bulk load: 100k NOTIFYs are not what is measured.
-	if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `
+	sqltest.WithoutTriggers(b, e.db, sqltest.Statement{SQL: `
 		INSERT INTO jobs (name, cron_expr, timezone, target_url, headers, payload, next_run_at)
 		SELECT 'bench-' || g, '*/5 * * * *', 'Europe/Berlin', 'http://127.0.0.1:9/hook/' || g,
 		       '{"X-Env": "bench"}', ('{"n": ' || g || '}')::json, now() + (g % 300) * interval '1 second'
-		FROM generate_series(1, $1::int) g`, n); err != nil {
-		b.Fatal(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		b.Fatal(err)
-	}
+		FROM generate_series(1, $1::int) g`, Args: []any{n}})
 	if _, err := e.db.Pool.Exec(ctx, `ANALYZE jobs`); err != nil {
 		b.Fatal(err)
 	}

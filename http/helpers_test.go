@@ -1,41 +1,22 @@
 package http
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	nethttp "net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
 	"github.com/chronoshq/chronos/http/apitest"
+	"github.com/chronoshq/chronos/internal/syncbuf"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 const testKey = "test-key-0123456789"
-
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // env is one Server on a fresh database.
 type env struct {
@@ -44,7 +25,7 @@ type env struct {
 	bus   *bus.Bus
 	probe *apitest.Probe
 	srv   *Server
-	logs  *syncBuffer
+	logs  *syncbuf.Buffer
 }
 
 func newEnv(t testing.TB, mods ...func(*Config)) *env {
@@ -58,7 +39,7 @@ func newEnvDB(t testing.TB, db *sql.DB, mods ...func(*Config)) *env {
 	for _, m := range mods {
 		m(&cfg)
 	}
-	e := &env{t: t, db: db, bus: bus.New(), probe: &apitest.Probe{}, logs: &syncBuffer{}}
+	e := &env{t: t, db: db, bus: bus.New(), probe: &apitest.Probe{}, logs: &syncbuf.Buffer{}}
 	e.probe.Connected.Store(true)
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.srv = NewServer(cfg, db, e.bus, e.probe, log)

@@ -17,12 +17,7 @@ type historyPage struct {
 // jobHistory is GET /v1/jobs/{id}/history: who changed the job, when and
 // how, newest first; also after the job was deleted.
 func (s *Server) jobHistory(c *gin.Context) {
-	id, err := parseID(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	q, err := parseQuery(c, "limit", "cursor")
+	id, q, err := idAndQuery(c, "limit", "cursor")
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -37,12 +32,9 @@ func (s *Server) jobHistory(c *gin.Context) {
 		s.fail(c, cursorError(err, q["cursor"]))
 		return
 	}
-	out := historyPage{Entries: entries}
+	out := historyPage{Entries: entries, NextCursor: cursorPtr(next)}
 	if out.Entries == nil {
 		out.Entries = []chronos.AuditEntry{}
-	}
-	if next != "" {
-		out.NextCursor = &next
 	}
 	c.JSON(nethttp.StatusOK, out)
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	nethttp "net/http"
 	"reflect"
 	"time"
@@ -18,30 +19,10 @@ type jobList struct {
 }
 
 // newJob builds the job a create request describes (chronos.NewJob, shared
-// with the console).
-func newJob(u *chronos.JobUpdate) (*chronos.Job, error) { return chronos.NewJob(u) }
-
-// createJob is POST /v1/jobs.
-func (s *Server) createJob(c *gin.Context) {
-	if _, err := parseQuery(c); err != nil {
-		s.fail(c, err)
-		return
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if len(trimSpace(body)) == 0 {
-		s.fail(c, invalid("body", "a JSON object describing the job is required"))
-		return
-	}
-	var u chronos.JobUpdate
-	if _, err := decodeObject(body, &u); err != nil {
-		s.fail(c, err)
-		return
-	}
-	j, err := newJob(&u)
+// with the console), its URLs checked against the target policy, with its
+// generated signing secret if it asked for one (shown once).
+func (s *Server) newJob(u *chronos.JobUpdate) (*chronos.Job, string, error) {
+	j, err := chronos.NewJob(u)
 	if err == nil {
 		err = s.checkTarget(j.TargetURL)
 	}
@@ -49,30 +30,34 @@ func (s *Server) createJob(c *gin.Context) {
 		err = s.checkURL("on_dead_url", *j.OnDeadURL)
 	}
 	if err != nil {
-		s.fail(c, err)
-		return
+		return nil, "", err
 	}
 	secret := ""
 	if u.GenerateSigningSecret.Value {
 		secret = chronos.NewSigningSecret()
 		j.SigningSecrets = []chronos.SigningSecret{{Secret: secret, CreatedAt: time.Now().UTC()}}
 	}
-	// Under an Idempotency-Key, CreateJob stores this answer with the job.
-	answer := func() (sql.IdempotentResponse, error) { return createdAnswer(j, secret) }
-	setAnswer(c, func(...any) (sql.IdempotentResponse, error) { return answer() })
-	if err := s.db.CreateJob(c.Request.Context(), j); err != nil {
-		s.fail(c, err)
-		return
+	return j, secret, nil
+}
+
+// createJob is POST /v1/jobs.
+func (s *Server) createJob(c *gin.Context) {
+	var u chronos.JobUpdate
+	_, err := parseQuery(c)
+	if err == nil {
+		err = s.requiredBody(c, &u, "a JSON object describing the job is required")
 	}
-	a, err := answer()
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	if secret != "" {
-		c.Header("Cache-Control", "no-store")
+	j, secret, err := s.newJob(&u)
+	if err != nil {
+		s.fail(c, err)
+		return
 	}
-	writeAnswer(c, a)
+	s.create(c, func(ctx context.Context) error { return s.db.CreateJob(ctx, j) },
+		func() (sql.IdempotentResponse, error) { return createdAnswer(j, secret) }, secret != "")
 }
 
 // createdAnswer is the 201 of a created job, with its generated signing
@@ -110,51 +95,32 @@ func (s *Server) listJobs(c *gin.Context) {
 		s.fail(c, cursorError(err, f.Cursor))
 		return
 	}
-	out := jobList{Jobs: make([]*chronos.Job, 0, len(jobs))}
+	out := jobList{Jobs: make([]*chronos.Job, 0, len(jobs)), NextCursor: cursorPtr(next)}
 	for _, j := range jobs {
 		out.Jobs = append(out.Jobs, jobUTC(j))
-	}
-	if next != "" {
-		out.NextCursor = &next
 	}
 	s.reply(c, nethttp.StatusOK, out)
 }
 
 // getJob is GET /v1/jobs/{id}.
 func (s *Server) getJob(c *gin.Context) {
-	id, err := s.idAndNoQuery(c)
-	if err != nil {
-		s.fail(c, err)
-		return
+	if j, ok := byID(s, c, s.db.Job); ok {
+		s.reply(c, nethttp.StatusOK, jobUTC(j))
 	}
-	j, err := s.db.Job(c.Request.Context(), id)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.reply(c, nethttp.StatusOK, jobUTC(j))
 }
 
 // updateJob is PATCH /v1/jobs/{id}: a true partial update. An empty body
 // or {} changes nothing and returns the job as stored.
 func (s *Server) updateJob(c *gin.Context) {
-	id, err := s.idAndNoQuery(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
 	var u chronos.JobUpdate
+	id, err := s.idAndNoQuery(c)
 	n := 0
-	if len(trimSpace(body)) > 0 {
-		if n, err = decodeObject(body, &u); err != nil {
-			s.fail(c, err)
-			return
-		}
+	if err == nil {
+		n, err = s.optionalBody(c, &u)
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
 	}
 	if u.GenerateSigningSecret.Set {
 		s.fail(c, invalid("generate_signing_secret", "only at create; rotate with POST /v1/jobs/{id}/signing-secret"))
@@ -197,18 +163,6 @@ func (s *Server) deleteJob(c *gin.Context) {
 		return
 	}
 	c.Status(nethttp.StatusNoContent)
-}
-
-// idAndNoQuery reads :id of a route that takes no query parameters.
-func (s *Server) idAndNoQuery(c *gin.Context) (int64, error) {
-	id, err := parseID(c)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := parseQuery(c); err != nil {
-		return 0, err
-	}
-	return id, nil
 }
 
 // anySet reports whether any field of a JobUpdate is Set. Reflection keeps

@@ -1,10 +1,11 @@
 package http
 
 import (
+	"context"
 	"encoding/json"
 	nethttp "net/http"
+	"slices"
 	"strconv"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -32,21 +33,12 @@ type jobBatchBody struct {
 // names); nothing is created then. The answer lists the created jobs in
 // the order given.
 func (s *Server) createJobs(c *gin.Context) {
-	if _, err := parseQuery(c); err != nil {
-		s.fail(c, err)
-		return
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if len(trimSpace(body)) == 0 {
-		s.fail(c, invalid("body", `a JSON object {"jobs": [...]} is required`))
-		return
-	}
 	var b jobBatchBody
-	if _, err := decodeObject(body, &b); err != nil {
+	_, err := parseQuery(c)
+	if err == nil {
+		err = s.requiredBody(c, &b, `a JSON object {"jobs": [...]} is required`)
+	}
+	if err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -73,25 +65,9 @@ func (s *Server) createJobs(c *gin.Context) {
 		s.fail(c, chronos.InvalidFields(bad))
 		return
 	}
-	// Under an Idempotency-Key, CreateJobs stores this answer with the jobs.
-	answer := func() (sql.IdempotentResponse, error) { return batchAnswer(jobs, secrets) }
-	setAnswer(c, func(...any) (sql.IdempotentResponse, error) { return answer() })
-	if err := s.db.CreateJobs(c.Request.Context(), jobs); err != nil {
-		s.fail(c, err)
-		return
-	}
-	a, err := answer()
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	for _, secret := range secrets {
-		if secret != "" {
-			c.Header("Cache-Control", "no-store")
-			break
-		}
-	}
-	writeAnswer(c, a)
+	shown := slices.ContainsFunc(secrets, func(v string) bool { return v != "" }) // a secret shown once
+	s.create(c, func(ctx context.Context) error { return s.db.CreateJobs(ctx, jobs) },
+		func() (sql.IdempotentResponse, error) { return batchAnswer(jobs, secrets) }, shown)
 }
 
 // batchJob builds one job of a batch as createJob does, with its
@@ -104,22 +80,7 @@ func (s *Server) batchJob(raw json.RawMessage) (*chronos.Job, string, error) {
 	if _, err := decodeObject(raw, &u); err != nil {
 		return nil, "", err
 	}
-	j, err := newJob(&u)
-	if err == nil {
-		err = s.checkTarget(j.TargetURL)
-	}
-	if err == nil && j.OnDeadURL != nil {
-		err = s.checkURL("on_dead_url", *j.OnDeadURL)
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	secret := ""
-	if u.GenerateSigningSecret.Value {
-		secret = chronos.NewSigningSecret()
-		j.SigningSecrets = []chronos.SigningSecret{{Secret: secret, CreatedAt: time.Now().UTC()}}
-	}
-	return j, secret, nil
+	return s.newJob(&u)
 }
 
 // prefixFields adds job i's error to bad, its fields named

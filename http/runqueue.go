@@ -92,14 +92,7 @@ func (s *Server) listAllRuns(c *gin.Context) {
 		s.fail(c, cursorError(err, rq.Cursor))
 		return
 	}
-	out := runList{Runs: make([]*chronos.Run, 0, len(runs))}
-	for _, r := range runs {
-		out.Runs = append(out.Runs, runUTC(r))
-	}
-	if next != "" {
-		out.NextCursor = &next
-	}
-	c.JSON(nethttp.StatusOK, out)
+	c.JSON(nethttp.StatusOK, newRunList(runs, next))
 }
 
 // redriveRuns is POST /v1/runs/redrive: the dead runs that match the

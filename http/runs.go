@@ -29,57 +29,11 @@ var runStatuses = []chronos.RunStatus{chronos.StatusPending, chronos.StatusLease
 // The run goes onto the local bus right after the commit and before the
 // response, so this instance's dispatcher starts it without waiting for
 // its own NOTIFY to come back.
-func (s *Server) triggerJob(c *gin.Context) {
-	id, err := s.idAndNoQuery(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.noBody(c); err != nil {
-		s.fail(c, err)
-		return
-	}
-	setAnswer(c, func(v ...any) (sql.IdempotentResponse, error) { return runAnswer(v[0].(*chronos.Run)) })
-	r, err := s.db.Trigger(c.Request.Context(), id)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.announce(r)
-	a, err := runAnswer(r)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	writeAnswer(c, a)
-}
+func (s *Server) triggerJob(c *gin.Context) { s.runAction(c, s.db.Trigger) }
 
 // redriveRun is POST /v1/runs/{id}/redrive: a dead run becomes a new
 // pending run; anything else is a 409.
-func (s *Server) redriveRun(c *gin.Context) {
-	id, err := s.idAndNoQuery(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.noBody(c); err != nil {
-		s.fail(c, err)
-		return
-	}
-	setAnswer(c, func(v ...any) (sql.IdempotentResponse, error) { return runAnswer(v[0].(*chronos.Run)) })
-	r, err := s.db.Redrive(c.Request.Context(), id)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.announce(r)
-	a, err := runAnswer(r)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	writeAnswer(c, a)
-}
+func (s *Server) redriveRun(c *gin.Context) { s.runAction(c, s.db.Redrive) }
 
 // runAnswer is the 202 of a run created by a trigger or a redrive.
 func runAnswer(r *chronos.Run) (sql.IdempotentResponse, error) {
@@ -114,12 +68,7 @@ func (s *Server) noBody(c *gin.Context) error {
 
 // listRuns is GET /v1/jobs/{id}/runs, newest first.
 func (s *Server) listRuns(c *gin.Context) {
-	id, err := parseID(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	q, err := parseQuery(c, "status", "limit", "cursor")
+	id, q, err := idAndQuery(c, "status", "limit", "cursor")
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -145,26 +94,13 @@ func (s *Server) listRuns(c *gin.Context) {
 		s.fail(c, cursorError(err, f.Cursor))
 		return
 	}
-	out := runList{Runs: make([]*chronos.Run, 0, len(runs))}
-	for _, r := range runs {
-		out.Runs = append(out.Runs, runUTC(r))
-	}
-	if next != "" {
-		out.NextCursor = &next
-	}
-	s.reply(c, nethttp.StatusOK, out)
+	s.reply(c, nethttp.StatusOK, newRunList(runs, next))
 }
 
 // getRun is GET /v1/runs/{id}.
 func (s *Server) getRun(c *gin.Context) {
-	id, err := s.idAndNoQuery(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	r, err := s.db.Run(c.Request.Context(), id)
-	if err != nil {
-		s.fail(c, err)
+	r, ok := byID(s, c, s.db.Run)
+	if !ok {
 		return
 	}
 	out := runDetail{Run: runUTC(r), Attempts: make([]chronos.Attempt, 0, len(r.Attempts))}

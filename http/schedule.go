@@ -84,21 +84,12 @@ func (s *Server) jobSchedule(c *gin.Context) {
 // schedule that is not (yet) a job, validated by the rules of a job.
 // "@every" counts from starts_at, else from after (default now).
 func (s *Server) previewSchedule(c *gin.Context) {
-	if _, err := parseQuery(c); err != nil {
-		s.fail(c, err)
-		return
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if len(trimSpace(body)) == 0 {
-		s.fail(c, invalid("body", "a JSON object with cron_expr is required"))
-		return
-	}
 	var r previewRequest
-	if _, err := decodeObject(body, &r); err != nil {
+	_, err := parseQuery(c)
+	if err == nil {
+		err = s.requiredBody(c, &r, "a JSON object with cron_expr is required")
+	}
+	if err != nil {
 		s.fail(c, err)
 		return
 	}

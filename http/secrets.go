@@ -28,22 +28,14 @@ type rotateBody struct {
 // for grace_seconds (default 0: they stop now), so targets can switch
 // without refusing a delivery.
 func (s *Server) rotateSigningSecret(c *gin.Context) {
-	id, err := s.idAndNoQuery(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
 	var b rotateBody
-	if len(trimSpace(body)) > 0 {
-		if _, err := decodeObject(body, &b); err != nil {
-			s.fail(c, err)
-			return
-		}
+	id, err := s.idAndNoQuery(c)
+	if err == nil {
+		_, err = s.optionalBody(c, &b)
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
 	}
 	maxGrace := int64(chronos.MaxRotationGrace / time.Second)
 	if b.GraceSeconds.Null || b.GraceSeconds.Value < 0 || b.GraceSeconds.Value > maxGrace {
@@ -64,12 +56,8 @@ func (s *Server) rotateSigningSecret(c *gin.Context) {
 // own secrets stop signing at once and its deliveries fall back to the
 // cluster's SIGNING_SECRET.
 func (s *Server) deleteSigningSecrets(c *gin.Context) {
-	id, err := s.idAndNoQuery(c)
+	id, err := s.idNoQueryNoBody(c)
 	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.noBody(c); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sourcegraph/conc"
@@ -423,15 +422,7 @@ func (a *alerter) sign(h http.Header, dest string, al *sql.DeadAlert, body []byt
 	if len(keys) == 0 {
 		return
 	}
-	id := AlertWebhookID(al.Alert.Run.ID, dest)
-	ts := strconv.FormatInt(now.Unix(), 10)
-	sigs := make([]string, len(keys))
-	for i, k := range keys {
-		sigs[i] = SignWebhook(k, id, ts, body)
-	}
-	h.Set(HeaderWebhookID, id)
-	h.Set(HeaderWebhookTimestamp, ts)
-	h.Set(HeaderWebhookSignature, strings.Join(sigs, " "))
+	setWebhookSignature(h, keys, AlertWebhookID(al.Alert.Run.ID, dest), strconv.FormatInt(now.Unix(), 10), body)
 }
 
 // expire drops the alerts older than MaxAge, logging and counting each.

@@ -7,15 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
 	"github.com/chronoshq/chronos/listeners"
-	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // BenchmarkTriggerToTarget measures the time from a run's creation
@@ -41,24 +38,8 @@ func BenchmarkTriggerToTarget(b *testing.B) {
 }
 
 func benchTriggerToTarget(b *testing.B, reactorParams string) {
-	dsn := sqltest.NewURL(b)
+	dsn, db, rdb := benchDBs(b, reactorParams)
 	ctx := context.Background()
-	db, err := sql.Open(ctx, dsn, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	rdb := db
-	if reactorParams != "" {
-		sep := "?"
-		if strings.Contains(dsn, "?") {
-			sep = "&"
-		}
-		if rdb, err = sql.Open(ctx, dsn+sep+reactorParams, "bench-reactor"); err != nil {
-			b.Fatal(err)
-		}
-		defer rdb.Close()
-	}
 	got := make(chan time.Time, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- time.Now() }))
 	defer srv.Close()

@@ -29,17 +29,7 @@ func newMaterializer(r *Reactor) *materializer {
 func (m *materializer) run(ctx context.Context) {
 	wake := m.r.bus.SubscribeWake(func(e chronos.Event) bool { return e.Type == chronos.EventJobChanged })
 	defer wake.Close()
-	tick := time.NewTicker(m.interval)
-	defer tick.Stop()
-	for {
-		m.tick(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-wake.C():
-		}
-	}
+	every(ctx, m.interval, wake.C(), func() { m.tick(ctx) })
 }
 
 // tick materializes batches until one comes back short.

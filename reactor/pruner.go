@@ -27,17 +27,10 @@ type pruner struct{ r *Reactor }
 func newPruner(r *Reactor) *pruner { return &pruner{r: r} }
 
 func (p *pruner) run(ctx context.Context) {
-	tick := time.NewTicker(p.r.cfg.PruneInterval)
-	defer tick.Stop()
-	for {
+	every(ctx, p.r.cfg.PruneInterval, nil, func() {
 		p.prune(ctx)
 		p.pruneHistory(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	})
 }
 
 // partitionsAhead is how far past now job_runs partitions exist: a width

@@ -2,7 +2,6 @@ package reactor
 
 import (
 	"context"
-	"time"
 )
 
 // queueStats is the leader's loop that recomputes the queue statistics
@@ -24,16 +23,7 @@ func newQueueStats(r *Reactor) *queueStats { return &queueStats{r: r} }
 // run refreshes the stats at once and then every QueueStatsInterval, until
 // ctx ends (leadership lost or shutdown).
 func (q *queueStats) run(ctx context.Context) {
-	tick := time.NewTicker(q.r.cfg.QueueStatsInterval)
-	defer tick.Stop()
-	for {
-		q.refresh(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	every(ctx, q.r.cfg.QueueStatsInterval, nil, func() { q.refresh(ctx) })
 }
 
 // refresh recomputes and stores the stats once. A failure is logged and

@@ -2,7 +2,6 @@ package reactor
 
 import (
 	"context"
-	"time"
 
 	"github.com/chronoshq/chronos"
 )
@@ -23,19 +22,14 @@ type reaper struct{ r *Reactor }
 func newReaper(r *Reactor) *reaper { return &reaper{r: r} }
 
 func (p *reaper) run(ctx context.Context) {
-	ticker := time.NewTicker(p.r.cfg.ReaperInterval)
-	defer ticker.Stop()
-	for tick := 0; ; tick++ {
+	tick := 0
+	every(ctx, p.r.cfg.ReaperInterval, nil, func() {
 		p.reap(ctx)
 		if tick%lockCheckEvery == 0 {
 			p.sweepLocks(ctx)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-	}
+		tick++
+	})
 }
 
 // reap reclaims batches until one comes back short.

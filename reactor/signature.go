@@ -100,8 +100,19 @@ func (e *executor) sign(h http.Header, job *chronos.Job, run *chronos.Run, body 
 	if len(keys) == 0 {
 		return
 	}
-	id := WebhookID(run.ID)
 	ts := strconv.FormatInt(now.Unix(), 10)
+	setWebhookSignature(h, keys, WebhookID(run.ID), ts, body)
+	h.Set(HeaderTimestamp, ts)
+	if len(job.SigningSecrets) == 0 {
+		h.Set(HeaderSignature, Sign(e.secret, ts, body))
+	}
+}
+
+// setWebhookSignature sets the Standard Webhooks headers of a message id
+// sent at ts: its id, its timestamp and a signature of body by each key
+// (several while a rotation's grace lasts), for deliveries and dead-run
+// alerts alike.
+func setWebhookSignature(h http.Header, keys [][]byte, id, ts string, body []byte) {
 	sigs := make([]string, len(keys))
 	for i, k := range keys {
 		sigs[i] = SignWebhook(k, id, ts, body)
@@ -109,10 +120,6 @@ func (e *executor) sign(h http.Header, job *chronos.Job, run *chronos.Run, body 
 	h.Set(HeaderWebhookID, id)
 	h.Set(HeaderWebhookTimestamp, ts)
 	h.Set(HeaderWebhookSignature, strings.Join(sigs, " "))
-	h.Set(HeaderTimestamp, ts)
-	if len(job.SigningSecrets) == 0 {
-		h.Set(HeaderSignature, Sign(e.secret, ts, body))
-	}
 }
 
 // Sign returns the legacy X-Chronos-Signature value for a request body

@@ -6,14 +6,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
-	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // BenchmarkBurnDown measures how fast one instance drains a backlog of due
@@ -29,24 +26,8 @@ func BenchmarkBurnDown(b *testing.B) {
 }
 
 func benchBurnDown(b *testing.B, reactorParams string) {
-	dsn := sqltest.NewURL(b)
+	dsn, db, rdb := benchDBs(b, reactorParams)
 	ctx := context.Background()
-	db, err := sql.Open(ctx, dsn, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	rdb := db
-	if reactorParams != "" {
-		sep := "?"
-		if strings.Contains(dsn, "?") {
-			sep = "&"
-		}
-		if rdb, err = sql.Open(ctx, dsn+sep+reactorParams, "bench-reactor"); err != nil {
-			b.Fatal(err)
-		}
-		defer rdb.Close()
-	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer srv.Close()
 	job := &chronos.Job{Name: "burn", TargetURL: srv.URL, Enabled: true}

@@ -2,7 +2,6 @@ package sql_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/chronoshq/chronos/sql"
@@ -13,12 +12,7 @@ import (
 // unpooled connections too: migrations and the leader connection.
 func TestPoolSettingsInDSN(t *testing.T) {
 	t.Parallel()
-	dsn := sqltest.NewURL(t)
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	dsn += sep + "pool_max_conns=3"
+	dsn := sqltest.WithParam(sqltest.NewURL(t), "pool_max_conns", "3")
 	ctx := context.Background()
 	if err := sql.Migrate(ctx, dsn); err != nil {
 		t.Fatalf("migrate: %v", err)

@@ -34,6 +34,18 @@ func mustCreate(t testing.TB, db *sql.DB, j *chronos.Job) *chronos.Job {
 	return j
 }
 
+// jobWithPartitions is a job that fires at 03:00 only, and run partitions
+// an hour wide for the next four hours (EnsureRunPartitions), as the
+// leader's upkeep keeps them: for tests that insert many runs of their own.
+func jobWithPartitions(t testing.TB, db *sql.DB) *chronos.Job {
+	t.Helper()
+	j := mustCreate(t, db, cronJob("0 3 * * *"))
+	if _, err := db.EnsureRunPartitions(context.Background(), time.Hour, 4*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
 // setNextRunAt moves a job's schedule by hand (as an outage would).
 func setNextRunAt(t testing.TB, db *sql.DB, id int64, at *time.Time) {
 	t.Helper()

@@ -174,11 +174,16 @@ func answerIdempotencyKey(ctx context.Context, tx pgx.Tx, g *Idempotency, result
 
 // readIdempotencyKey reads a stored key, or nil.
 func readIdempotencyKey(ctx context.Context, q querier, keyName, key string) (*IdempotentResponse, error) {
-	var r IdempotentResponse
-	err := q.QueryRow(ctx, `
+	return scanIdempotencyKey(q.QueryRow(ctx, `
 		SELECT fingerprint, status, content_type, location, body FROM idempotency_keys
-		 WHERE key_name = $1 AND key = $2`, keyName, key).
-		Scan(&r.Fingerprint, &r.Status, &r.ContentType, &r.Location, &r.Body)
+		 WHERE key_name = $1 AND key = $2`, keyName, key))
+}
+
+// scanIdempotencyKey reads a stored key's row (fingerprint, status,
+// content_type, location, body), or nil when there is none.
+func scanIdempotencyKey(row pgx.Row) (*IdempotentResponse, error) {
+	var r IdempotentResponse
+	err := row.Scan(&r.Fingerprint, &r.Status, &r.ContentType, &r.Location, &r.Body)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -193,21 +198,12 @@ func readIdempotencyKey(ctx context.Context, q querier, keyName, key string) (*I
 // in progress (Status 0), or nil when the key is free (never used,
 // expired, or abandoned).
 func (db *DB) IdempotencyKey(ctx context.Context, keyName, key string) (*IdempotentResponse, error) {
-	var r IdempotentResponse
-	err := db.Pool.QueryRow(ctx, `
+	return scanIdempotencyKey(db.Pool.QueryRow(ctx, `
 		SELECT fingerprint, status, content_type, location, body FROM idempotency_keys
 		 WHERE key_name = $1 AND key = $2
 		   AND created_at >= now() - $3::bigint * interval '1 microsecond'
 		   AND (status <> 0 OR created_at >= now() - $4::bigint * interval '1 microsecond')`,
-		keyName, key, micros(IdempotencyTTL), micros(idempotencyAbandoned)).
-		Scan(&r.Fingerprint, &r.Status, &r.ContentType, &r.Location, &r.Body)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, mapErr(err, "read idempotency key")
-	}
-	return &r, nil
+		keyName, key, micros(IdempotencyTTL), micros(idempotencyAbandoned)))
 }
 
 // StoreIdempotentResponse stores the answer of a request under its key

@@ -26,10 +26,7 @@ func TestDeliveryPathWalksIndexesOnStaleStatistics(t *testing.T) {
 	t.Parallel()
 	db := sqltest.New(t)
 	ctx := t.Context()
-	job := mustCreate(t, db, cronJob("0 3 * * *"))
-	if _, err := db.EnsureRunPartitions(ctx, time.Hour, 4*time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	job := jobWithPartitions(t, db)
 	// Statistics of a quiet hour (a history of finished runs), then no
 	// analyze: stale, as in a burst.
 	if _, err := db.Pool.Exec(ctx, `
@@ -125,10 +122,7 @@ func TestAnalyzeChangedTablesAfterABurst(t *testing.T) {
 	t.Parallel()
 	db := sqltest.New(t)
 	ctx := t.Context()
-	job := mustCreate(t, db, cronJob("0 3 * * *"))
-	if _, err := db.EnsureRunPartitions(ctx, time.Hour, 4*time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	job := jobWithPartitions(t, db)
 	if _, err := db.Pool.Exec(ctx, "ANALYZE job_runs"); err != nil {
 		t.Fatal(err)
 	}

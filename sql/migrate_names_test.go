@@ -8,9 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/tern/v2/migrate"
 
-	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
@@ -39,16 +37,7 @@ func TestMigrationRenamesDuplicateNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	m, err := migrate.NewMigrator(ctx, conn, "public.chronos_schema_version")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.LoadMigrations(sql.Migrations()); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.MigrateTo(ctx, 7); err != nil {
-		t.Fatal(err)
-	}
+	m := sqltest.MigrateTo(t, ctx, conn, 7)
 	// ids 1..5: a, a, b, a-2 (the name job 2 would get), a.
 	for _, name := range []string{"a", "a", "b", "a-2", "a"} {
 		if _, err := conn.Exec(ctx, `INSERT INTO jobs (name, cron_expr, target_url) VALUES ($1, '* * * * *', 'http://x')`, name); err != nil {

@@ -1,38 +1,19 @@
 package sql_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/chronoshq/chronos/internal/syncbuf"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
-
-// syncBuffer is a log destination the test reads while the runner writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestMigrateRetriesOnLockTimeout: a migration that has to wait for a
 // lock a long transaction holds gives up after the lock timeout (so it
@@ -42,7 +23,7 @@ func TestMigrateRetriesOnLockTimeout(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dsn := sqltest.NewEmptyURL(t)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	opts := sql.MigrateOptions{Log: slog.New(slog.NewJSONHandler(logs, nil)), LockTimeout: 200 * time.Millisecond, Attempts: 100}
 	first := fstest.MapFS{"001_busy.sql": {Data: []byte("CREATE TABLE busy (id int); INSERT INTO busy VALUES (1);")}}
 	if err := sql.MigrateFSForTest(ctx, dsn, first, opts); err != nil {
@@ -125,7 +106,7 @@ func TestMigrateNoTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	dsn := sqltest.NewEmptyURL(t)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	opts := sql.MigrateOptions{Log: slog.New(slog.NewJSONHandler(logs, nil))}
 	fsys := fstest.MapFS{
 		"001_busy.sql": {Data: []byte("CREATE TABLE busy (id int); INSERT INTO busy SELECT generate_series(1, 1000);")},

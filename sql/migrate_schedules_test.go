@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
@@ -52,17 +51,8 @@ func TestMigrationFillsJobSchedules(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	m, err := migrate.NewMigrator(ctx, conn, "public.chronos_schema_version")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.LoadMigrations(sql.Migrations()); err != nil {
-		t.Fatal(err)
-	}
 	n := schedulesMigration(t)
-	if err := m.MigrateTo(ctx, n-1); err != nil {
-		t.Fatal(err)
-	}
+	m := sqltest.MigrateTo(t, ctx, conn, n-1)
 	var now time.Time
 	if err := conn.QueryRow(ctx, "SELECT date_trunc('second', now())").Scan(&now); err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/tern/v2/migrate"
 
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
@@ -51,16 +50,7 @@ func TestPartitionMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	m, err := migrate.NewMigrator(ctx, conn, "public.chronos_schema_version")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.LoadMigrations(sql.Migrations()); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.MigrateTo(ctx, partitionedFrom-1); err != nil {
-		t.Fatal(err)
-	}
+	sqltest.MigrateTo(t, ctx, conn, partitionedFrom-1)
 
 	// History: n runs over the last n seconds, 90% succeeded, 5% dead,
 	// 5% pending retries (due now: the worker below takes them), and a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,22 +16,13 @@ import (
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
-// withDSNParam adds a query parameter to a URL DSN.
-func withDSNParam(dsn, k, v string) string {
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + k + "=" + v
-}
-
 // TestAsyncCommitPool: a pool with AsyncCommit runs every statement and
 // transaction with synchronous_commit off, set for that statement or
 // transaction alone (the session keeps its own setting, so a transaction
 // pooler hands nothing on), and its results and errors are pgx's.
 func TestAsyncCommitPool(t *testing.T) {
 	t.Parallel()
-	dsn := withDSNParam(sqltest.NewURL(t), "synchronous_commit", "on")
+	dsn := sqltest.WithParam(sqltest.NewURL(t), "synchronous_commit", "on")
 	ctx := t.Context()
 	for _, pooled := range []bool{false, true} {
 		db, err := sql.OpenWith(ctx, dsn, sql.Options{Instance: "async", AsyncCommit: true, Pooled: pooled})
@@ -105,7 +95,7 @@ func TestMapArgumentsInEveryMode(t *testing.T) {
 	base := sqltest.NewURL(t)
 	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
-			db, err := sql.OpenWith(t.Context(), withDSNParam(base, "default_query_exec_mode", mode), sql.Options{Instance: "modes", Pooled: true})
+			db, err := sql.OpenWith(t.Context(), sqltest.WithParam(base, "default_query_exec_mode", mode), sql.Options{Instance: "modes", Pooled: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +126,7 @@ func BenchmarkAsyncCommit(b *testing.B) {
 			ctx := b.Context()
 			opts := sql.Options{Instance: "bench"}
 			if mode == "startup-param" {
-				dsn = withDSNParam(dsn, "synchronous_commit", "off")
+				dsn = sqltest.WithParam(dsn, "synchronous_commit", "off")
 			} else {
 				opts.AsyncCommit = true
 			}

@@ -78,15 +78,12 @@ func TestQueueStats(t *testing.T) {
 func TestQueueStatsUseIndexes(t *testing.T) {
 	db := sqltest.New(t)
 	ctx := context.Background()
-	job := mustCreate(t, db, cronJob("0 3 * * *"))
 	// History: many finished runs, which the counts must not visit. They
 	// go to range partitions, as the leader's upkeep has them in a live
 	// cluster: scheduled in the past, they would land in the legacy or the
 	// default partition, depending on when the cached template database
 	// was migrated.
-	if _, err := db.EnsureRunPartitions(ctx, time.Hour, 4*time.Hour); err != nil {
-		t.Fatal(err)
-	}
+	job := jobWithPartitions(t, db)
 	if _, err := db.Pool.Exec(ctx, `
 		INSERT INTO job_runs (job_id, scheduled_at, trigger, status, finished_at)
 		SELECT $1, now() + make_interval(secs => g / 2.0), 'manual', 'succeeded', now() FROM generate_series(1, 20000) g`, job.ID); err != nil {

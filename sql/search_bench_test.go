@@ -27,41 +27,24 @@ func BenchmarkJobSearch(b *testing.B) {
 	db := sqltest.New(b)
 	ctx := b.Context()
 	start := time.Now()
-	tx, err := db.Pool.Begin(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
-		b.Fatal(err)
-	}
 	// Names job-<g>; one team of 100 per job, one env of 3, one shard of
 	// 10,000 (rare); descriptions mention the team and, for one job in
-	// 100,000, a rare word.
-	if _, err := tx.Exec(ctx, `
+	// 100,000, a rare word. Triggers are off for the bulk load (a million
+	// NOTIFYs are not what is measured), so the load fills the search
+	// tables of migration 011 too, as their triggers would.
+	sqltest.WithoutTriggers(b, db,
+		sqltest.Statement{SQL: `
 		INSERT INTO jobs (name, description, labels, cron_expr, target_url, next_run_at)
 		SELECT 'job-' || g,
 		       'Settles batch ' || g || ' for team-' || (g % 100) || CASE WHEN g % 100000 = 7 THEN ' zanzibar' ELSE '' END,
 		       jsonb_build_object('team', 'team-' || (g % 100), 'env', (ARRAY['prod','staging','dev'])[g % 3 + 1],
 		                          'shard', 's' || (g % 10000)),
 		       '0 0 1 1 *', 'http://127.0.0.1:9/hook', now() + interval '1 year'
-		  FROM generate_series(1, $1::int) g`, n); err != nil {
-		b.Fatal(err)
-	}
-	// Triggers are off for the bulk load (a million NOTIFYs are not what is
-	// measured), so the load fills the search tables of migration 011 too,
-	// as their triggers would.
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO job_search (job_id, name, lname, ldesc) SELECT id, name, lower(name), lower(description) FROM jobs ORDER BY id`); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO job_labels (key, value, job_id) SELECT l.key, l.value, j.id FROM jobs j, jsonb_each_text(j.labels) l ORDER BY 1, 2, 3`); err != nil {
-		b.Fatal(err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		b.Fatal(err)
-	}
+		  FROM generate_series(1, $1::int) g`, Args: []any{n}},
+		sqltest.Statement{SQL: `
+		INSERT INTO job_search (job_id, name, lname, ldesc) SELECT id, name, lower(name), lower(description) FROM jobs ORDER BY id`},
+		sqltest.Statement{SQL: `
+		INSERT INTO job_labels (key, value, job_id) SELECT l.key, l.value, j.id FROM jobs j, jsonb_each_text(j.labels) l ORDER BY 1, 2, 3`})
 	for _, table := range []string{"jobs", "job_search", "job_labels"} {
 		if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE `+table); err != nil {
 			b.Fatal(err)

@@ -80,8 +80,7 @@ func (c *Console) guarded(needWrite bool, fn handlerFunc) nethttp.Handler {
 			c.fail(w, r, s, nethttp.StatusForbidden, "This form is stale or came from another site. Reload the page and try again.")
 			return
 		}
-		if needWrite && !s.CanWrite() {
-			c.fail(w, r, s, nethttp.StatusForbidden, "Your API key ("+s.Name+") has the read role: it may look, not change.")
+		if needWrite && c.readOnly(w, r, s) {
 			return
 		}
 		// The audit history's "who": the key's name, as the API records it.

@@ -47,14 +47,7 @@ func addDeadRuns(t *testing.T, db *sql.DB, jobID int64, n int, trigger chronos.T
 var runLinkRE = regexp.MustCompile(`<tr id="run-(\d+)">`)
 
 // listedRuns returns the ids of the runs a run list page shows, in order.
-func listedRuns(body string) []int64 {
-	var ids []int64
-	for _, m := range runLinkRE.FindAllStringSubmatch(body, -1) {
-		id, _ := strconv.ParseInt(m[1], 10, 64)
-		ids = append(ids, id)
-	}
-	return ids
-}
+func listedRuns(body string) []int64 { return listedIDs(runLinkRE, body) }
 
 func TestDeadLettersListAndFilters(t *testing.T) {
 	t.Parallel()

@@ -256,17 +256,8 @@ func (c *Console) updateJob(w nethttp.ResponseWriter, r *nethttp.Request, s *ses
 
 // deleteJobPage is GET /ui/jobs/{id}/delete: the confirmation.
 func (c *Console) deleteJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	id, ok := c.pathID(w, r, s)
+	j, ok := c.jobToChange(w, r, s)
 	if !ok {
-		return
-	}
-	if !s.CanWrite() {
-		c.fail(w, r, s, nethttp.StatusForbidden, "Your API key ("+s.Name+") has the read role: it may look, not change.")
-		return
-	}
-	j, err := c.db.Job(r.Context(), id)
-	if err != nil {
-		c.failErr(w, r, s, err)
 		return
 	}
 	c.render(w, r, s, nethttp.StatusOK, "delete", "Delete "+j.Name, j.Redacted())

@@ -16,9 +16,13 @@ import (
 var jobRowRE = regexp.MustCompile(`<tr id="job-(\d+)">`)
 
 // listedJobs returns the ids of the jobs a job list page shows.
-func listedJobs(body string) []int64 {
+func listedJobs(body string) []int64 { return listedIDs(jobRowRE, body) }
+
+// listedIDs returns the ids (re's first group) of the rows a list page
+// shows, in order.
+func listedIDs(re *regexp.Regexp, body string) []int64 {
 	var ids []int64
-	for _, m := range jobRowRE.FindAllStringSubmatch(body, -1) {
+	for _, m := range re.FindAllStringSubmatch(body, -1) {
 		id, _ := strconv.ParseInt(m[1], 10, 64)
 		ids = append(ids, id)
 	}

@@ -112,13 +112,8 @@ func (c *Console) setEnabled(w nethttp.ResponseWriter, r *nethttp.Request, s *se
 
 // triggerJob is POST /ui/jobs/{id}/trigger.
 func (c *Console) triggerJob(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	id, ok := c.pathID(w, r, s)
+	id, run, ok := byPathID(c, w, r, s, c.db.Trigger)
 	if !ok {
-		return
-	}
-	run, err := c.db.Trigger(r.Context(), id)
-	if err != nil {
-		c.failErr(w, r, s, err)
 		return
 	}
 	c.announce(run)

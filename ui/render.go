@@ -256,19 +256,25 @@ func zoneOf(name string) *time.Location {
 	return loc
 }
 
+// timeArg is a template function's time argument, a time.Time or a
+// *time.Time; false for nil or anything else (shown as "–").
+func timeArg(t any) (time.Time, bool) {
+	switch v := t.(type) {
+	case time.Time:
+		return v, true
+	case *time.Time:
+		if v != nil {
+			return *v, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // relTime says when t is from now, in the largest unit that fits: "in 3m",
 // "2h ago".
 func relTime(t any, now time.Time) string {
-	var tt time.Time
-	switch v := t.(type) {
-	case time.Time:
-		tt = v
-	case *time.Time:
-		if v == nil {
-			return "–"
-		}
-		tt = *v
-	default:
+	tt, ok := timeArg(t)
+	if !ok {
 		return "–"
 	}
 	d := tt.Sub(now)
@@ -294,16 +300,8 @@ func roundDur(d time.Duration) string {
 
 // inZone shows t in the named time zone, with the zone's abbreviation.
 func inZone(t any, zone string) string {
-	var tt time.Time
-	switch v := t.(type) {
-	case time.Time:
-		tt = v
-	case *time.Time:
-		if v == nil {
-			return "–"
-		}
-		tt = *v
-	default:
+	tt, ok := timeArg(t)
+	if !ok {
 		return "–"
 	}
 	return tt.In(zoneOf(zone)).Format("2006-01-02 15:04:05 MST")

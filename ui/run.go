@@ -15,13 +15,8 @@ const maxRedrivesShown = 20
 // bodies shown as text (escaped), never as markup; a redrive links to the
 // run it redrives, and a redriven run to its redrives.
 func (c *Console) runPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	id, ok := c.pathID(w, r, s)
+	id, run, ok := byPathID(c, w, r, s, c.db.Run)
 	if !ok {
-		return
-	}
-	run, err := c.db.Run(r.Context(), id)
-	if err != nil {
-		c.failErr(w, r, s, err)
 		return
 	}
 	var job *chronos.Job
@@ -43,13 +38,8 @@ func (c *Console) runPage(w nethttp.ResponseWriter, r *nethttp.Request, s *sessi
 // redriveRun is POST /ui/runs/{id}/redrive: a dead run goes round again as
 // a new run, whose page the browser is sent to.
 func (c *Console) redriveRun(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	id, ok := c.pathID(w, r, s)
+	id, run, ok := byPathID(c, w, r, s, c.db.Redrive)
 	if !ok {
-		return
-	}
-	run, err := c.db.Redrive(r.Context(), id)
-	if err != nil {
-		c.failErr(w, r, s, err)
 		return
 	}
 	c.announce(run)

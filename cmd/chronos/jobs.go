@@ -35,11 +35,8 @@ func jobsList(a *apiFlags) *cobra.Command {
 		Use:   "list",
 		Short: "list jobs (oldest first)",
 		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, _ []string) error {
+			var err error
 			switch enabled {
 			case "":
 			case "true", "false":
@@ -68,7 +65,7 @@ func jobsList(a *apiFlags) *cobra.Command {
 				}
 				return ""
 			})
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&enabled, "enabled", "", "only enabled (true) or paused (false) jobs")
@@ -104,23 +101,13 @@ func labelString(l map[string]string) string {
 }
 
 func jobsGet(a *apiFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:               "get ID|NAME",
-		Short:             "show one job",
-		Args:              exactArgs(1, "one job id or name"),
-		ValidArgsFunction: completeJobs(a),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			j, err := resolveJob(cmd.Context(), c, args[0])
-			if err != nil {
-				return err
-			}
-			return a.out.print(j, func(t *tabwriter.Writer) string { fields(t, j); return "" })
-		},
-	}
+	return a.oneJob(&cobra.Command{Use: "get", Short: "show one job"}, func(cmd *cobra.Command, c *client.Client, args []string) error {
+		j, err := resolveJob(cmd.Context(), c, args[0])
+		if err != nil {
+			return err
+		}
+		return a.out.print(j, func(t *tabwriter.Writer) string { fields(t, j); return "" })
+	})
 }
 
 // resolveJob finds a job by id or, when arg is not a number, by name.
@@ -297,11 +284,7 @@ func jobsCreate(a *apiFlags) *cobra.Command {
     --target https://example.com/hooks/report --payload '{"report":"daily"}'
   chronos jobs create -f job.yaml`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			body, err := f.body(cmd)
 			if err != nil {
 				return err
@@ -318,7 +301,7 @@ func jobsCreate(a *apiFlags) *cobra.Command {
 				}
 				return ""
 			})
-		},
+		}),
 	}
 	f.add(cmd, true)
 	return cmd
@@ -332,11 +315,7 @@ func jobsUpdate(a *apiFlags) *cobra.Command {
 		Example:           `  chronos jobs update nightly-report --cron "0 4 * * *" --max-retries 5`,
 		Args:              exactArgs(1, "one job id or name"),
 		ValidArgsFunction: completeJobs(a),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			body, err := f.body(cmd)
 			if err != nil {
 				return err
@@ -354,7 +333,7 @@ func jobsUpdate(a *apiFlags) *cobra.Command {
 				return err
 			}
 			return a.out.print(j, func(t *tabwriter.Writer) string { jobTable(t, []*chronos.Job{j}); return "" })
-		},
+		}),
 	}
 	f.add(cmd, false)
 	return cmd
@@ -446,27 +425,13 @@ func bulkEnable(ctx context.Context, c *client.Client, sel client.Selector, enab
 }
 
 func jobsTrigger(a *apiFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:               "trigger ID|NAME",
-		Short:             "run a job now (a manual run)",
-		Args:              exactArgs(1, "one job id or name"),
-		ValidArgsFunction: completeJobs(a),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			id, err := resolveID(cmd.Context(), c, args[0])
-			if err != nil {
-				return err
-			}
-			r, err := c.TriggerJob(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			return a.out.print(r, func(t *tabwriter.Writer) string { runTable(t, []*chronos.Run{r}); return "" })
-		},
-	}
+	return a.jobCmd(&cobra.Command{Use: "trigger", Short: "run a job now (a manual run)"}, func(cmd *cobra.Command, c *client.Client, id int64) error {
+		r, err := c.TriggerJob(cmd.Context(), id)
+		if err != nil {
+			return err
+		}
+		return a.out.print(r, func(t *tabwriter.Writer) string { runTable(t, []*chronos.Run{r}); return "" })
+	})
 }
 
 func jobsDelete(a *apiFlags) *cobra.Command {
@@ -475,11 +440,7 @@ func jobsDelete(a *apiFlags) *cobra.Command {
 		Short:             "delete jobs and their runs",
 		Args:              atLeastArgs(1, "job ids or names"),
 		ValidArgsFunction: completeJobs(a),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			for _, arg := range args {
 				id, err := resolveID(cmd.Context(), c, arg)
 				if err != nil {
@@ -491,52 +452,45 @@ func jobsDelete(a *apiFlags) *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "deleted job %d (%s)\n", id, arg)
 			}
 			return nil
-		},
+		}),
 	}
 }
 
 func jobsHistory(a *apiFlags) *cobra.Command {
 	var limit int
 	var cursor string
-	cmd := &cobra.Command{
-		Use:               "history ID|NAME",
-		Short:             "show who changed a job, when, and what (the audit history)",
-		Args:              exactArgs(1, "one job id or name"),
-		ValidArgsFunction: completeJobs(a),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			// A deleted job keeps its history: an id needs no lookup, and
-			// a name no job has now is looked up among the deleted ones.
-			id, err := resolveID(cmd.Context(), c, args[0])
-			if client.Code(err) == chronos.ENOTFOUND {
-				id, err = deletedJobID(cmd.Context(), c, args[0], err)
-			}
-			if err != nil {
-				return err
-			}
-			p, err := c.JobHistory(cmd.Context(), id, limit, cursor)
-			if err != nil {
-				return err
-			}
-			return a.out.print(p, func(t *tabwriter.Writer) string {
-				row(t, "AT", "ACTOR", "ACTION", "CHANGED")
-				for _, e := range p.Entries {
-					var names []string
-					for k := range e.Changes {
-						names = append(names, k)
-					}
-					row(t, e.At.UTC().Format(time.RFC3339), e.Actor, e.Action, truncate(strings.Join(sorted(names), ", "), 80))
+	cmd := a.oneJob(&cobra.Command{
+		Use:   "history",
+		Short: "show who changed a job, when, and what (the audit history)",
+	}, func(cmd *cobra.Command, c *client.Client, args []string) error {
+		// A deleted job keeps its history: an id needs no lookup, and
+		// a name no job has now is looked up among the deleted ones.
+		id, err := resolveID(cmd.Context(), c, args[0])
+		if client.Code(err) == chronos.ENOTFOUND {
+			id, err = deletedJobID(cmd.Context(), c, args[0], err)
+		}
+		if err != nil {
+			return err
+		}
+		p, err := c.JobHistory(cmd.Context(), id, limit, cursor)
+		if err != nil {
+			return err
+		}
+		return a.out.print(p, func(t *tabwriter.Writer) string {
+			row(t, "AT", "ACTOR", "ACTION", "CHANGED")
+			for _, e := range p.Entries {
+				var names []string
+				for k := range e.Changes {
+					names = append(names, k)
 				}
-				if p.NextCursor != "" {
-					return fmt.Sprintf("(more: --cursor %s)", p.NextCursor)
-				}
-				return ""
-			})
-		},
-	}
+				row(t, e.At.UTC().Format(time.RFC3339), e.Actor, e.Action, truncate(strings.Join(sorted(names), ", "), 80))
+			}
+			if p.NextCursor != "" {
+				return fmt.Sprintf("(more: --cursor %s)", p.NextCursor)
+			}
+			return ""
+		})
+	})
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size")
 	cmd.Flags().StringVar(&cursor, "cursor", "", "next_cursor of the previous page")
 	return cmd
@@ -560,46 +514,37 @@ func deletedJobID(ctx context.Context, c *client.Client, name string, notFound e
 func jobsSchedule(a *apiFlags) *cobra.Command {
 	var count int
 	var after string
-	cmd := &cobra.Command{
-		Use:               "schedule ID|NAME",
-		Short:             "preview a job's next fire times",
-		Args:              exactArgs(1, "one job id or name"),
-		ValidArgsFunction: completeJobs(a),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
+	cmd := a.oneJob(&cobra.Command{Use: "schedule", Short: "preview a job's next fire times"}, func(cmd *cobra.Command, c *client.Client, args []string) error {
+		var at time.Time
+		var err error
+		if after != "" {
+			if at, err = time.Parse(time.RFC3339, after); err != nil {
+				return usagef("--after: want an RFC 3339 time: %v", err)
 			}
-			var at time.Time
-			if after != "" {
-				if at, err = time.Parse(time.RFC3339, after); err != nil {
-					return usagef("--after: want an RFC 3339 time: %v", err)
+		}
+		id, err := resolveID(cmd.Context(), c, args[0])
+		if err != nil {
+			return err
+		}
+		s, err := c.JobSchedule(cmd.Context(), id, count, at)
+		if err != nil {
+			return err
+		}
+		return a.out.print(s, func(t *tabwriter.Writer) string {
+			row(t, "FIRE TIME (UTC)", "LOCAL")
+			for i, ft := range s.FireTimes {
+				local := "-"
+				if i < len(s.LocalTimes) {
+					local = s.LocalTimes[i]
 				}
+				row(t, ft.UTC().Format(time.RFC3339), local)
 			}
-			id, err := resolveID(cmd.Context(), c, args[0])
-			if err != nil {
-				return err
+			if s.Description != "" {
+				return s.Description
 			}
-			s, err := c.JobSchedule(cmd.Context(), id, count, at)
-			if err != nil {
-				return err
-			}
-			return a.out.print(s, func(t *tabwriter.Writer) string {
-				row(t, "FIRE TIME (UTC)", "LOCAL")
-				for i, ft := range s.FireTimes {
-					local := "-"
-					if i < len(s.LocalTimes) {
-						local = s.LocalTimes[i]
-					}
-					row(t, ft.UTC().Format(time.RFC3339), local)
-				}
-				if s.Description != "" {
-					return s.Description
-				}
-				return ""
-			})
-		},
-	}
+			return ""
+		})
+	})
 	cmd.Flags().IntVar(&count, "count", 0, "how many fire times (server default 10, max 100)")
 	cmd.Flags().StringVar(&after, "after", "", "from this RFC 3339 time (default now)")
 	return cmd

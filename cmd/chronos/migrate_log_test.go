@@ -7,9 +7,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/tern/v2/migrate"
 
-	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
@@ -26,16 +24,7 @@ func TestMigrateLogsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := migrate.NewMigrator(ctx, conn, "public.chronos_schema_version")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.LoadMigrations(sql.Migrations()); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.MigrateTo(ctx, 7); err != nil {
-		t.Fatal(err)
-	}
+	sqltest.MigrateTo(t, ctx, conn, 7)
 	for range 2 {
 		if _, err := conn.Exec(ctx, `INSERT INTO jobs (name, cron_expr, target_url) VALUES ('twin', '* * * * *', 'http://x')`); err != nil {
 			t.Fatal(err)

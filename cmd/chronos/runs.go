@@ -75,11 +75,7 @@ func runsList(a *apiFlags) *cobra.Command {
 		Short:   "list runs across jobs, newest first (--status dead: the dead-letter queue)",
 		Example: "  chronos runs list --status dead --since 24h\n  chronos runs list --job nightly-report",
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			f, err := rf.filter(cmd, c)
 			if err != nil {
 				return err
@@ -101,7 +97,7 @@ func runsList(a *apiFlags) *cobra.Command {
 				}
 				return ""
 			})
-		},
+		}),
 	}
 	rf.add(cmd, "only runs in this status: pending, leased, running, succeeded or dead")
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size (server default 50, max 500)")
@@ -127,11 +123,7 @@ func runsGet(a *apiFlags) *cobra.Command {
 		Use:   "get ID",
 		Short: "show a run and its attempts",
 		Args:  exactArgs(1, "one run id"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			id, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil {
 				return usagef("get: run id %q is not a number", args[0])
@@ -156,7 +148,7 @@ func runsGet(a *apiFlags) *cobra.Command {
 				}
 				return ""
 			})
-		},
+		}),
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/chronoshq/chronos/sql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/tern/v2/migrate"
 )
 
 // EnvVar names the environment variable holding the server's DSN.
@@ -379,4 +380,66 @@ func redact(dsn string) string {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
 	return u.String()
+}
+
+// WithParam adds a query parameter (a run-time or pool setting) to a
+// URL-form dsn, such as NewURL returns.
+func WithParam(dsn, k, v string) string {
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + k + "=" + v
+}
+
+// MigrateTo is a tern migrator over Chronos' migrations on conn (to a
+// database such as NewEmptyURL gives), once it has taken the schema to
+// version: a test of one migration fills the database as the version
+// before it had it, then migrates on with the migrator.
+func MigrateTo(t testing.TB, ctx context.Context, conn *pgx.Conn, version int32) *migrate.Migrator {
+	t.Helper()
+	m, err := migrate.NewMigrator(ctx, conn, "public.chronos_schema_version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.LoadMigrations(sql.Migrations()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.MigrateTo(ctx, version); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Statement is one SQL statement and its arguments, for WithoutTriggers.
+type Statement struct {
+	SQL  string
+	Args []any
+}
+
+// WithoutTriggers runs stmts in one transaction with the tables' triggers
+// off (session_replication_role = replica), as a bulk load or the restore
+// of a partial dump would, and commits; an error fails tb. The tests that
+// use it do the triggers' work themselves, or mean it left undone.
+func WithoutTriggers(tb testing.TB, db *sql.DB, stmts ...Statement) {
+	tb.Helper()
+	ctx := context.Background()
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Released before a Fatal's cleanup closes the pool, which would wait
+	// for it.
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
+		tb.Fatal(err)
+	}
+	for i, s := range stmts {
+		if _, err := tx.Exec(ctx, s.SQL, s.Args...); err != nil {
+			tb.Fatalf("statement %d without triggers: %v", i+1, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		tb.Fatal(err)
+	}
 }

@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The setup the scenarios that drive a cluster share, and the retry of the
+// scenarios whose jobs must exist before one instant.
+
+// clusterEnv is a fresh world (newEnv) with Config.Instances instances
+// started with opts and, with leader, one of them leading. The caller
+// closes it.
+func (b *runner) clusterEnv(ctx context.Context, opts instanceOpts, leader bool) (*env, error) {
+	e, err := b.newEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = e.startInstances(ctx, b.cfg.Instances, opts)
+	if err == nil && leader {
+		err = e.waitLeader(ctx)
+	}
+	if err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// clusterParams records the cluster's shape, after a scenario's own
+// parameters: instances, their concurrency and GOMAXPROCS, and whether
+// commits are asynchronous.
+func (r *result) clusterParams(f *Config) {
+	r.param("instances", f.Instances)
+	r.param("concurrency", f.Concurrency)
+	r.param("procs", f.Procs)
+	r.param("async_commit", f.AsyncCommit)
+}
+
+// dueAttempt is one attempt of a scenario whose jobs must all exist
+// before the instant they are due at; need is how long making them is
+// known to take (0: estimate it). A nil result with a nil error means
+// making them ran too close to that instant; took says how long it took.
+type dueAttempt func(ctx context.Context, b *runner, need time.Duration) (res *result, took time.Duration, err error)
+
+// retryDue runs once up to attempts times, each time in a fresh world
+// with half again the time the last attempt took; what names the making
+// of the jobs (e.g. "creating the jobs") in scenario's progress line and
+// in the error.
+func retryDue(ctx context.Context, b *runner, scenario, what string, attempts int, once dueAttempt) (*result, error) {
+	var need time.Duration
+	for attempt := 1; attempt <= attempts; attempt++ {
+		res, took, err := once(ctx, b, need)
+		if err != nil || res != nil {
+			return res, err
+		}
+		b.progress("%s: %s took %s, too close to their due instant: again with more time", scenario, what, took.Round(time.Millisecond))
+		need = took * 3 / 2
+	}
+	return nil, fmt.Errorf("%s overran their due instant %d times", what, attempts)
+}

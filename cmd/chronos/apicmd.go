@@ -1,0 +1,48 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/chronoshq/chronos/client"
+)
+
+// The builders of the commands that call the API (jobs, runs): each
+// command says what it does with the client and the job; making the
+// client from the flags, the arguments and their completion live here.
+
+// apiRunFunc is what a command that calls the API does, given the client
+// its flags describe.
+type apiRunFunc func(cmd *cobra.Command, c *client.Client, args []string) error
+
+// runE is the RunE of a command that calls the API: the client (-o
+// checked first), then run.
+func (a *apiFlags) runE(run apiRunFunc) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := a.client()
+		if err != nil {
+			return err
+		}
+		return run(cmd, c, args)
+	}
+}
+
+// oneJob completes cmd as a command on one job, named by id or name in
+// its only argument (completed from the job names), that does run.
+func (a *apiFlags) oneJob(cmd *cobra.Command, run apiRunFunc) *cobra.Command {
+	cmd.Use += " ID|NAME"
+	cmd.Args = exactArgs(1, "one job id or name")
+	cmd.ValidArgsFunction = completeJobs(a)
+	cmd.RunE = a.runE(run)
+	return cmd
+}
+
+// jobCmd is oneJob whose run gets the job's id.
+func (a *apiFlags) jobCmd(cmd *cobra.Command, run func(cmd *cobra.Command, c *client.Client, id int64) error) *cobra.Command {
+	return a.oneJob(cmd, func(cmd *cobra.Command, c *client.Client, args []string) error {
+		id, err := resolveID(cmd.Context(), c, args[0])
+		if err != nil {
+			return err
+		}
+		return run(cmd, c, id)
+	})
+}
