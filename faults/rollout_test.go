@@ -404,7 +404,7 @@ func newBareCluster(t testing.TB, cfg clusterConfig, dsn string) *cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := sql.Open(ctx, withParam(dsn, "pool_max_conns", "4"), "faults-checker")
+	db, err := sql.Open(ctx, sqltest.WithParam(dsn, "pool_max_conns", "4"), "faults-checker")
 	if err != nil {
 		t.Fatalf("open checker pool: %v", err)
 	}
