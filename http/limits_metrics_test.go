@@ -14,7 +14,7 @@ func TestLimitMetrics(t *testing.T) {
 	if body := e.scrape(); strings.Contains(body, "chronos_limit_in_flight{") {
 		t.Fatalf("limit gauges with no limit:\n%s", body)
 	}
-	wantStatus(t, e.do("PUT", "/v1/limits/api", map[string]any{"max_concurrency": 2, "rate": 10}), 201)
+	wantStatus(t, e.do("PUT", "/v1/limits/api", map[string]any{"max_concurrency": 2, "rate": 10, "per_seconds": 3600}), 201) // a bucket that refills no whole token during the test
 	body := cronJob("limited")
 	body["limit_key"] = "api"
 	job := e.createJob(body).ID
