@@ -3,6 +3,7 @@ package chronos
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -18,6 +19,9 @@ const (
 	AuditResume  AuditAction = "resume"
 	AuditTrigger AuditAction = "trigger"
 	AuditRedrive AuditAction = "redrive"
+	// AuditBackfill: POST /v1/jobs/{id}/backfill created runs (its
+	// changes hold "backfill": the range and the counts).
+	AuditBackfill AuditAction = "backfill"
 )
 
 // AuditEntry is one change of a job's history: who (the API key's name),
@@ -94,15 +98,41 @@ func wireFields(j *Job) map[string]json.RawMessage {
 	if err != nil {
 		return nil // a Job always marshals
 	}
+	// json.Marshal writes compact JSON, so each field's raw value is
+	// compact too: equal values are equal bytes.
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &m)
-	for k, v := range m {
-		var buf bytes.Buffer
-		if json.Compact(&buf, v) == nil {
-			m[k] = buf.Bytes()
+	return m
+}
+
+// CreationChanges is JobChanges(nil, j) already encoded as the audit
+// entry's changes object ({"field": {"after": value}, ...}, keys sorted,
+// as json.Marshal writes the map). Every create writes one, so it skips
+// the map of FieldChanges and its second encoding: one encoding of the
+// job and one pass over its fields.
+func CreationChanges(j *Job) string {
+	fields := wireFields(j)
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		if !auditSkipped[k] {
+			keys = append(keys, k)
 		}
 	}
-	return m
+	slices.Sort(keys)
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(k) // a field name from a struct tag: plain ASCII
+		b.Write(name)
+		b.WriteString(`:{"after":`)
+		b.Write(fields[k])
+		b.WriteByte('}')
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // DeletedJob is a deleted job as its audit history remembers it: the id

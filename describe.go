@@ -36,6 +36,13 @@ func (s *Schedule) Describe() string {
 	} else if n > 1 {
 		fmt.Fprintf(&b, ", except %d excluded date ranges", n)
 	}
+	if len(s.cals) > 0 {
+		if s.policy == CalendarNextBusinessDay {
+			fmt.Fprintf(&b, "; on a date of %s, on the next business day", calendarNames(s.cals))
+		} else {
+			fmt.Fprintf(&b, ", except on the dates of %s", calendarNames(s.cals))
+		}
+	}
 	return b.String()
 }
 
@@ -211,6 +218,10 @@ type Preview struct {
 	FireTimes   []time.Time `json:"fire_times"`
 	LocalTimes  []string    `json:"local_times"`
 	Description string      `json:"description"`
+	// Skipped and Shifted are the occurrences up to the last fire time
+	// (or until) that a calendar skipped or moved, with the calendar.
+	Skipped []CalendarEffect `json:"skipped,omitempty"`
+	Shifted []CalendarEffect `json:"shifted,omitempty"`
 }
 
 // Preview returns the job's next n occurrences after `after`, as the
@@ -218,6 +229,13 @@ type Preview struct {
 // previews what it would do once resumed): the cron schedule's, or a
 // one-shot's run_at when it is after `after`.
 func (j *Job) Preview(after time.Time, n int) (Preview, error) {
+	return j.PreviewUntil(after, time.Time{}, n)
+}
+
+// PreviewUntil is Preview bounded by until too (the zero time: no bound):
+// the fire times in (after, until], at most n, and the occurrences a
+// calendar skipped or moved in that span.
+func (j *Job) PreviewUntil(after, until time.Time, n int) (Preview, error) {
 	p := Preview{FireTimes: []time.Time{}, LocalTimes: []string{}}
 	if j.CronExpr == nil {
 		loc := j.Location()
@@ -225,7 +243,7 @@ func (j *Job) Preview(after time.Time, n int) (Preview, error) {
 			return p, nil
 		}
 		p.Description = "Once at " + j.RunAt.In(loc).Format(time.RFC3339) + " (" + loc.String() + ")"
-		if j.RunAt.After(after) && n > 0 {
+		if j.RunAt.After(after) && n > 0 && (until.IsZero() || !j.RunAt.After(until)) {
 			p.FireTimes = append(p.FireTimes, j.RunAt.UTC())
 			p.LocalTimes = append(p.LocalTimes, j.RunAt.In(loc).Format(time.RFC3339))
 		}
@@ -236,9 +254,17 @@ func (j *Job) Preview(after time.Time, n int) (Preview, error) {
 		return p, err
 	}
 	p.Description = s.Describe()
-	p.FireTimes = s.Preview(after, n)
+	for t, ok := s.Next(after); ok && len(p.FireTimes) < n && (until.IsZero() || !t.After(until)); t, ok = s.Next(t) {
+		p.FireTimes = append(p.FireTimes, t)
+	}
 	for _, t := range p.FireTimes {
 		p.LocalTimes = append(p.LocalTimes, t.In(s.Location()).Format(time.RFC3339))
+	}
+	switch {
+	case !until.IsZero() && len(p.FireTimes) < n:
+		p.addCalendarEffects(s, after, until) // every fire time up to until is listed
+	case len(p.FireTimes) > 0:
+		p.addCalendarEffects(s, after, p.FireTimes[len(p.FireTimes)-1])
 	}
 	return p, nil
 }

@@ -65,6 +65,17 @@ const (
 	// EventLimitReleased: the leader released Count runs held for their
 	// limits, which a refilled rate bucket or a freed slot let start.
 	EventLimitReleased EventType = "limit.released"
+	// EventHostDeferred: Origin answered 429 or 503 with Retry-After; its
+	// pending runs wait until Until (Count of them moved besides RunID,
+	// the run that got the answer), without counting an attempt.
+	EventHostDeferred EventType = "host.deferred"
+	// EventHostBreakerOpened: Origin's circuit breaker opened (or
+	// reopened after its probe failed) after Count consecutive failures;
+	// its runs wait, and one probe goes at Until.
+	EventHostBreakerOpened EventType = "host.breaker_opened"
+	// EventHostBreakerClosed: Origin answered again (its probe, or a run
+	// in flight); its breaker closed and its runs go.
+	EventHostBreakerClosed EventType = "host.breaker_closed"
 )
 
 // Outcomes of a dead-run alert (Event.Op of EventDeadAlert), each a label
@@ -117,11 +128,14 @@ const (
 	// SkipDeadline: the occurrence could not start within the job's
 	// starting_deadline_seconds; a run created for it is "missed".
 	SkipDeadline = "deadline"
+	// SkipCalendar: the occurrence fell on a date of one of the job's
+	// calendars, under calendar_policy skip.
+	SkipCalendar = "calendar"
 )
 
 // SkipReasons are the reasons of EventSkipped, each a label value of
 // chronos_occurrences_skipped_total.
-var SkipReasons = []string{SkipOverlap, SkipExcluded, SkipMisfire, SkipDeadline}
+var SkipReasons = []string{SkipOverlap, SkipExcluded, SkipMisfire, SkipDeadline, SkipCalendar}
 
 // Event is what travels on the bus and out of the event tap. Fields that do
 // not apply to a type are zero and omitted on the wire.
@@ -145,6 +159,8 @@ type Event struct {
 	StartedAt   *time.Time `json:"started_at,omitempty"`   // of the attempt
 	CreatedAt   *time.Time `json:"created_at,omitempty"`   // of the run, for trigger-to-start latency
 	Key         string     `json:"key,omitempty"`          // of a limit (EventLimitChanged)
+	Origin      string     `json:"origin,omitempty"`       // host.* events: scheme://host:port
+	Until       *time.Time `json:"until,omitempty"`        // host.* events: end of the deferral or cooldown
 }
 
 // WakesDispatcher reports whether e may mean that runs are ready to claim.

@@ -47,6 +47,15 @@ type Job struct {
 	Exclude                 []DateRange   `json:"exclude"`                   // cron jobs: dates that never fire
 	State                   JobState      `json:"state"`                     // derived: scheduled, paused, finished
 
+	// Calendars (see calendar.go): the named calendars whose dates the
+	// job's occurrences avoid, and what it does with an occurrence on one.
+	Calendars      []string       `json:"calendars"`
+	CalendarPolicy CalendarPolicy `json:"calendar_policy"`
+	// calendarDays are the calendars compiled (ResolveCalendars); the
+	// store attaches them wherever it builds the job's schedule.
+	calendarDays      []*CalendarDays
+	calendarsResolved bool
+
 	// OnDeadURL, when set, receives a signed alert each time a run of the
 	// job goes dead (see DeadRunAlert); nil: none.
 	OnDeadURL *string `json:"on_dead_url"`
@@ -133,6 +142,7 @@ func (j *Job) ApplyDefaults() {
 		j.Overlap = OverlapAllow
 	}
 	j.applyPolicyDefaults()
+	j.normalizeCalendars()
 }
 
 var allowedMethods = map[string]bool{
@@ -238,6 +248,7 @@ func (j *Job) Validate() error {
 		f["overlap"] = "must be allow, skip or queue_one"
 	}
 	j.validatePolicies(f)
+	j.validateCalendars(f)
 	if len(f) > 0 {
 		return InvalidFields(f)
 	}

@@ -38,6 +38,10 @@ type JobUpdate struct {
 	StartingDeadlineSeconds Opt[int]           `json:"starting_deadline_seconds"`
 	JitterSeconds           Opt[int]           `json:"jitter_seconds"`
 	Exclude                 Opt[[]DateRange]   `json:"exclude"`
+
+	Calendars      Opt[[]string]       `json:"calendars"`
+	CalendarPolicy Opt[CalendarPolicy] `json:"calendar_policy"`
+
 	// GenerateSigningSecret, at create only, gives the job its own signing
 	// secret, shown once in the response. Apply ignores it.
 	GenerateSigningSecret Opt[bool] `json:"generate_signing_secret"`
@@ -169,6 +173,7 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 		j.Enabled = u.Enabled.Value
 	}
 	u.applyPolicies(j)
+	u.applyCalendars(j)
 	if len(f) > 0 {
 		return false, InvalidFields(f)
 	}

@@ -22,6 +22,8 @@ type Schedule struct {
 	starts  *time.Time // inclusive
 	ends    *time.Time // inclusive
 	exclude []span     // sorted by start
+	cals    []*CalendarDays
+	policy  CalendarPolicy
 }
 
 // ScheduleSpec is what a Schedule is built from.
@@ -34,6 +36,11 @@ type ScheduleSpec struct {
 	// Anchor is where "@every" intervals count from: starts_at when set,
 	// else this (the job's creation). It is truncated to whole seconds.
 	Anchor time.Time
+	// Calendars are the job's calendars, compiled; Policy says what an
+	// occurrence on one of their dates does (default skip). See
+	// calendar_schedule.go.
+	Calendars []*CalendarDays
+	Policy    CalendarPolicy
 }
 
 // NewSchedule builds a schedule. Its errors are EINVALID and name the
@@ -49,7 +56,11 @@ func NewSchedule(s ScheduleSpec) (*Schedule, error) {
 	if err != nil {
 		f["cron_expr"] = err.Error()
 	}
-	sc := &Schedule{expr: s.CronExpr, spec: spec, loc: loc, starts: utcp(s.StartsAt), ends: utcp(s.EndsAt)}
+	sc := &Schedule{expr: s.CronExpr, spec: spec, loc: loc, starts: utcp(s.StartsAt), ends: utcp(s.EndsAt),
+		cals: s.Calendars, policy: s.Policy}
+	if sc.policy == "" {
+		sc.policy = CalendarSkip
+	}
 	sc.anchor = s.Anchor
 	if sc.starts != nil {
 		sc.anchor = *sc.starts
@@ -79,7 +90,7 @@ func (j *Job) Schedule() (*Schedule, error) {
 		return nil, nil
 	}
 	return NewSchedule(ScheduleSpec{CronExpr: *j.CronExpr, Timezone: j.Timezone, StartsAt: j.StartsAt,
-		EndsAt: j.EndsAt, Exclude: j.Exclude, Anchor: j.CreatedAt})
+		EndsAt: j.EndsAt, Exclude: j.Exclude, Anchor: j.CreatedAt, Calendars: j.calendarDays, Policy: j.CalendarPolicy})
 }
 
 // zoneCache holds the zones schedules were built in: the materializer
@@ -114,7 +125,7 @@ func (s *Schedule) Location() *time.Location { return s.loc }
 // Next returns the first occurrence strictly after `after`, or false when
 // there is none (past ends_at, or the expression never fires again).
 func (s *Schedule) Next(after time.Time) (time.Time, bool) {
-	t, _, ok := s.step(after, false)
+	t, _, ok := s.next(after, false)
 	return t, ok
 }
 
@@ -122,7 +133,19 @@ func (s *Schedule) Next(after time.Time) (time.Time, bool) {
 // they fell in an excluded range (at most MaxExcludedCountedRange per
 // range: the count is for metrics, not for the timetable).
 func (s *Schedule) Step(after time.Time) (next time.Time, excluded int, ok bool) {
-	return s.step(after, true)
+	t, n, ok := s.next(after, true)
+	return t, n.Excluded, ok
+}
+
+// Passed counts the occurrences a step passed over, by reason.
+type Passed struct {
+	Excluded int // in an excluded date range (SkipExcluded)
+	Calendar int // on a calendar date, under policy skip (SkipCalendar)
+}
+
+// Advance is Step with every reason counted: the materializer's step.
+func (s *Schedule) Advance(after time.Time) (next time.Time, passed Passed, ok bool) {
+	return s.next(after, true)
 }
 
 // Preview returns up to n occurrences after `after`, in order.
@@ -158,6 +181,8 @@ func (s *Schedule) exclusionAt(t time.Time) (span, bool) {
 	return span{}, false
 }
 
+// step is the next occurrence before calendars: bounds and exclusions
+// applied (calendar_schedule.go puts the calendars on top).
 func (s *Schedule) step(after time.Time, count bool) (time.Time, int, bool) {
 	if s.starts != nil && after.Before(*s.starts) {
 		after = s.starts.Add(-time.Nanosecond) // starts_at itself may fire

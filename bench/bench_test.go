@@ -15,7 +15,7 @@ import (
 var tinySizes = Sizes{
 	Runs: 1000, Triggers: 30, LoadRate: 200, Jobs: 3, Duration: 3 * time.Second, Idle: 3 * time.Second,
 	ScaleJobs: 20_000, BurstJobs: 200, HerdJobs: 500, Clients: 8, CreateJobs: 200,
-	SustainedRate: 100, SustainedDuration: 5 * time.Second,
+	SustainedRate: 100, SustainedDuration: 5 * time.Second, HostJobs: 100,
 	LimitRuns: 500,
 }
 
@@ -191,6 +191,10 @@ func TestScenarios(t *testing.T) {
 			f.positive("unlimited_runs_per_s", "limited_runs_per_s", "unlimited_again_runs_per_s", "limited_vs_unlimited")
 			f.equal("duplicate_deliveries", 0)
 			f.equal("runs_started_over_limit", 0)
+		}},
+		"hosts": {check: func(f figures) {
+			f.positive("good_p99_ok", "good_p99_429", "good_p99_hang", "good_p99_ratio_429", "good_p99_ratio_hang")
+			f.ordered("good_p50_ok", "good_p99_ok")
 		}},
 		"sustained": {check: func(f figures) {
 			f.positive("offered_per_s", "delivered_per_s", "lag_p99", "job_runs_mib")

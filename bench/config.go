@@ -33,6 +33,7 @@ type Sizes struct {
 	SustainedDuration time.Duration // sustained: how long to offer them
 	Retention         time.Duration // sustained: the instances' RUN_RETENTION
 	LimitRuns         int           // limits: runs due at once per burst
+	HostJobs          int           // hosts: jobs over ten local hosts, triggered once per phase
 }
 
 // FullSizes are the sizes a zero Sizes field stands for.
@@ -42,6 +43,7 @@ var FullSizes = Sizes{
 	BurstJobs: 20_000, HerdJobs: 100_000, Clients: 16, CreateJobs: 20_000,
 	SustainedRate: 3_000, SustainedDuration: 20 * time.Minute, Retention: 2 * time.Minute,
 	LimitRuns: 10_000,
+	HostJobs: 1_000,
 }
 
 // QuickSizes are the sizes a zero Sizes field stands for with --quick:
@@ -53,6 +55,7 @@ var QuickSizes = Sizes{
 	BurstJobs: 2_000, HerdJobs: 10_000, Clients: 16, CreateJobs: 2_000,
 	SustainedRate: 500, SustainedDuration: 30 * time.Second, Retention: 2 * time.Minute,
 	LimitRuns: 2_000,
+	HostJobs: 300,
 }
 
 // Config is what `chronos bench` was asked to do: its flags, plus what
@@ -145,6 +148,7 @@ func (c Config) Validate() error {
 	dur("sustained-duration", c.SustainedDuration, time.Second)
 	dur("retention", c.Retention, time.Second)
 	size("limit-runs", c.LimitRuns)
+	size("host-jobs", c.HostJobs)
 	return errors.Join(errs...)
 }
 
@@ -183,6 +187,7 @@ func (c Config) withDefaults() Config {
 	pickD(&c.SustainedDuration, d.SustainedDuration)
 	pickD(&c.Retention, d.Retention)
 	pick(&c.LimitRuns, d.LimitRuns)
+	pick(&c.HostJobs, d.HostJobs)
 	if c.ServerURL == "" {
 		c.ServerURL = DefaultServerURL
 	}

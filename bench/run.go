@@ -30,6 +30,7 @@ var scenarios = []scenario{
 	{"create", benchCreate},
 	{"sustained", benchSustained},
 	{"limits", benchLimits},
+	{"hosts", benchHosts},
 }
 
 // Names returns the scenario names in the order `all` runs them.

@@ -55,10 +55,14 @@ type Step struct {
 type Plan struct {
 	Steps     []Step `json:"steps"`
 	Unchanged int    `json:"unchanged"`
+	// Calendars are the calendar writes (PlanCalendars): creates and
+	// updates go before the jobs' steps, deletes after.
+	Calendars          []CalendarStep `json:"calendars,omitempty"`
+	CalendarsUnchanged int            `json:"calendars_unchanged,omitempty"`
 }
 
 // Empty reports whether the plan writes nothing.
-func (p *Plan) Empty() bool { return len(p.Steps) == 0 }
+func (p *Plan) Empty() bool { return len(p.Steps) == 0 && len(p.Calendars) == 0 }
 
 // PlanOptions tunes MakePlan.
 type PlanOptions struct {
@@ -228,6 +232,7 @@ func emptyToNil(v any) any {
 // ApplyResult is what Apply did.
 type ApplyResult struct {
 	Created, Updated, Deleted, Unchanged int
+	Calendars                            int // calendar writes done
 }
 
 // Apply carries out a plan, Parallel writes at a time (at least 1). Every
@@ -238,6 +243,24 @@ type ApplyResult struct {
 // one by one.
 func (c *Client) Apply(ctx context.Context, p *Plan, parallel int) (ApplyResult, error) {
 	res := ApplyResult{Unchanged: p.Unchanged}
+	// The calendars the jobs name first; a failure stops here, before a
+	// job could name a calendar that is not there.
+	n, err := c.applyCalendars(ctx, p.Calendars, false)
+	res.Calendars += n
+	if err != nil {
+		return res, err
+	}
+	res, err = c.applyJobs(ctx, p, parallel, res)
+	n, cerr := c.applyCalendars(ctx, p.Calendars, true)
+	res.Calendars += n
+	if err == nil {
+		err = cerr
+	}
+	return res, err
+}
+
+// applyJobs carries out the jobs' steps of a plan.
+func (c *Client) applyJobs(ctx context.Context, p *Plan, parallel int, res ApplyResult) (ApplyResult, error) {
 	counts := make([]Action, len(p.Steps))
 	wp := pool.New().WithContext(ctx).WithMaxGoroutines(max(parallel, 1))
 	var creates []int // indexes of the create steps
@@ -374,6 +397,7 @@ func (c *Client) createBatch(ctx context.Context, steps []Step, batch []int) err
 // String renders a plan as a diff, one line per step and field.
 func (p *Plan) String() string {
 	var b strings.Builder
+	calendarLines(&b, p.Calendars)
 	for _, st := range p.Steps {
 		switch st.Action {
 		case ActionCreate:

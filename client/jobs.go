@@ -174,6 +174,9 @@ type Schedule struct {
 	FireTimes   []time.Time `json:"fire_times"`
 	LocalTimes  []string    `json:"local_times"`
 	Description string      `json:"description"`
+	// Skipped and Shifted: what the job's calendars did to occurrences.
+	Skipped []chronos.CalendarEffect `json:"skipped,omitempty"`
+	Shifted []chronos.CalendarEffect `json:"shifted,omitempty"`
 }
 
 // JobSchedule previews the next count fire times of a job after after

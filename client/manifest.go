@@ -43,6 +43,24 @@ func (e *ManifestError) Error() string {
 // checked as the server would check it; one bad job refuses the lot with a
 // *ManifestError.
 func LoadManifest(paths []string, stdin io.Reader) ([]*Spec, error) {
+	m, err := LoadManifestAll(paths, stdin)
+	if err != nil {
+		return nil, err
+	}
+	return m.Jobs, nil
+}
+
+// Manifest is what a set of files describes: jobs, and calendars
+// (documents or list items with kind: Calendar, see calendarDoc).
+type Manifest struct {
+	Jobs      []*Spec
+	Calendars []*CalendarDoc
+}
+
+// LoadManifestAll is LoadManifest that also returns the calendars of the
+// files: an item with "kind: Calendar" is a calendar (name, description,
+// dates or ical); "kind: Job", or no kind, a job.
+func LoadManifestAll(paths []string, stdin io.Reader) (*Manifest, error) {
 	var files []string
 	for _, p := range paths {
 		if p == "-" {
@@ -71,8 +89,10 @@ func LoadManifest(paths []string, stdin io.Reader) ([]*Spec, error) {
 		return nil, errors.New("no manifest files (want *.yaml, *.yml or *.json)")
 	}
 	var specs []*Spec
+	var cals []*CalendarDoc
 	var problems []string
 	seen := map[string]string{}
+	seenCal := map[string]string{}
 	for _, f := range files {
 		name, data, err := readFile(f, stdin)
 		if err != nil {
@@ -82,6 +102,20 @@ func LoadManifest(paths []string, stdin io.Reader) ([]*Spec, error) {
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
 			continue
+		}
+		raws, calRaws := splitCalendars(raws)
+		for i, raw := range calRaws {
+			d, errs := checkCalendar(raw, fmt.Sprintf("%s: calendar %d", name, i+1))
+			problems = append(problems, errs...)
+			if d == nil {
+				continue
+			}
+			if first, dup := seenCal[d.Name]; dup {
+				problems = append(problems, fmt.Sprintf("%s: field name: %q is also the name of %s (names are unique)", d.Source, d.Name, first))
+				continue
+			}
+			seenCal[d.Name] = d.Source
+			cals = append(cals, d)
 		}
 		for i, raw := range raws {
 			s, errs := checkSpec(raw, fmt.Sprintf("%s: job %d", name, i+1))
@@ -100,7 +134,7 @@ func LoadManifest(paths []string, stdin io.Reader) ([]*Spec, error) {
 	if len(problems) > 0 {
 		return nil, &ManifestError{Problems: problems}
 	}
-	return specs, nil
+	return &Manifest{Jobs: specs, Calendars: cals}, nil
 }
 
 // ReadObjects reads the jobs of one file ("-": stdin) as raw JSON
@@ -151,7 +185,7 @@ func splitJobs(data []byte) ([]json.RawMessage, error) {
 				out = append(out, mustJSON(j))
 			}
 		case map[string]any:
-			if jobs, ok := d["jobs"]; ok && len(d) == 1 {
+			if jobs, ok := d["jobs"]; ok && isJobList(d) {
 				list, ok := jobs.([]any)
 				if !ok {
 					return nil, errors.New(`"jobs" must be a list of jobs`)
@@ -167,6 +201,23 @@ func splitJobs(data []byte) ([]json.RawMessage, error) {
 		}
 	}
 }
+
+// isJobList tells a {jobs: [...]} document (a page of `chronos jobs list
+// -o yaml` too, with its next_cursor) from a job.
+func isJobList(d map[string]any) bool {
+	for k := range d {
+		if k != "jobs" && k != "next_cursor" {
+			return false
+		}
+	}
+	return true
+}
+
+// serverFields are the fields of a job the server sets and a job response
+// shows (GET /v1/jobs), that a create or update does not take. A spec may
+// hold them, so that the output of `chronos jobs list -o yaml` is a
+// manifest (a backup restores with apply); they are dropped unread.
+var serverFields = []string{"id", "created_at", "updated_at", "next_run_at", "state", "signing_secrets"}
 
 func mustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
@@ -202,6 +253,9 @@ func checkSpec(raw json.RawMessage, where string) (*Spec, []string) {
 	if name != "" {
 		where = fmt.Sprintf("%s (%s)", where, name)
 	}
+	for _, f := range serverFields {
+		delete(fields, f)
+	}
 	var problems []string
 	known := specFields()
 	var keys []string
@@ -214,9 +268,11 @@ func checkSpec(raw json.RawMessage, where string) (*Spec, []string) {
 			problems = append(problems, fmt.Sprintf("%s: field %s: unknown field", where, k))
 		}
 	}
+	problems = append(problems, redactedHeaders(fields, where)...)
 	if len(problems) > 0 {
 		return nil, problems
 	}
+	raw, _ = json.Marshal(fields) // without the server's fields
 	var u chronos.JobUpdate
 	if err := json.Unmarshal(raw, &u); err != nil {
 		var te *json.UnmarshalTypeError
@@ -268,4 +324,28 @@ func NewJob(u *chronos.JobUpdate) (*chronos.Job, error) {
 		return nil, err
 	}
 	return &j, nil
+}
+
+// redactedHeaders refuses header values that are chronos.Redacted: the
+// API shows every secret header so (a list or get never returns the
+// value), and a manifest made from such output, a backup, would store the
+// placeholder as the job's credential on a server that lacks the job.
+func redactedHeaders(fields map[string]json.RawMessage, where string) []string {
+	var h map[string]any
+	if json.Unmarshal(fields["headers"], &h) != nil {
+		return nil // not a mapping: the type check says so
+	}
+	var names []string
+	for k, v := range h {
+		if v == chronos.Redacted {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	var problems []string
+	for _, k := range names {
+		problems = append(problems, fmt.Sprintf("%s: field headers.%s: is %s, the placeholder the API shows for a secret value, not the value: "+
+			"write the real value in the file (a job list or get never shows it)", where, k, chronos.Redacted))
+	}
+	return problems
 }

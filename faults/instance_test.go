@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,6 +25,7 @@ type instance struct {
 	id  string
 	c   *cluster
 	env []string
+	bin string // the chronos binary; "": chronosBinary (this tree's)
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -129,9 +132,18 @@ func (in *instance) start(t testing.TB) {
 	}
 	in.starts++
 	sink := &logSink{inst: in, addr: make(chan string, 1)}
-	cmd := exec.Command(chronosBinary(t), "serve")
+	bin := in.bin
+	if bin == "" {
+		bin = chronosBinary(t)
+	}
+	cmd := exec.Command(bin, "serve")
 	cmd.Env = in.env
-	cmd.Stdout, cmd.Stderr = sink, sink
+	var out io.Writer = sink
+	kept := keepLog(t, in.id, in.starts)
+	if kept != nil {
+		out = io.MultiWriter(sink, kept)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		in.mu.Unlock()
 		t.Fatalf("instance %s: start: %v", in.id, err)
@@ -140,7 +152,11 @@ func (in *instance) start(t testing.TB) {
 	in.cmd, in.exited, in.logs, in.exitErr = cmd, exited, sink, nil
 	in.mu.Unlock()
 	go func() {
-		err := cmd.Wait()
+		err := cmd.Wait() // returns after the output is copied
+		if kept != nil {
+			fmt.Fprintf(kept, "# exit: %v\n", err)
+			kept.Close()
+		}
 		in.mu.Lock()
 		in.exitErr = err
 		in.addr = ""
@@ -176,6 +192,23 @@ func (in *instance) start(t testing.TB) {
 	}
 }
 
+// keepLog opens the file that keeps the whole log of one process of an
+// instance when FAULTS_LOG_DIR is set (the sink keeps only the last lines,
+// and only a failure prints them): <dir>/<test>-<instance>-<start>.log.
+func keepLog(t testing.TB, id string, start int) *os.File {
+	dir := os.Getenv("FAULTS_LOG_DIR")
+	if dir == "" {
+		return nil
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.log", name, id, start)))
+	if err != nil {
+		t.Logf("FAULTS_LOG_DIR: %v", err)
+		return nil
+	}
+	return f
+}
+
 // url is the instance's address plus path ("" host when down: requests fail).
 func (in *instance) url(path string) string {
 	return "http://" + in.address() + path
@@ -208,6 +241,27 @@ func (in *instance) term(t testing.TB) time.Time {
 	in.mu.Unlock()
 	if err != nil {
 		t.Errorf("instance %s: exit after SIGTERM: %v (want status 0)\n%s", in.id, err, strings.Join(lastN(in.logs.lines(), 30), "\n"))
+	}
+	return at
+}
+
+// stall freezes the process (SIGSTOP) for d, then lets it go on
+// (SIGCONT); it returns when the freeze began.
+func (in *instance) stall(t testing.TB, d time.Duration) time.Time {
+	t.Helper()
+	in.mu.Lock()
+	cmd := in.cmd
+	in.mu.Unlock()
+	if cmd == nil {
+		t.Fatalf("instance %s: stall while down", in.id)
+	}
+	at := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("instance %s: SIGSTOP: %v", in.id, err)
+	}
+	time.Sleep(d)
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("instance %s: SIGCONT: %v", in.id, err)
 	}
 	return at
 }

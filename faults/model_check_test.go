@@ -313,7 +313,8 @@ func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
 		// on its change, so the first second of one is left out.
 		if ok && v.st.Enabled && v.st.Overlap == "allow" && !r.CatchUp && r.Sched.After(v.recv.Add(time.Second)) &&
 			r.Created.After(r.Sched.Add(300*time.Millisecond)) {
-			if who, ok := leaderThrough(d.samples, r.Sched.Add(-modelLookahead+600*time.Millisecond), r.Sched); ok {
+			if who, ok := leaderThrough(d.samples, r.Sched.Add(-modelLookahead+600*time.Millisecond), r.Sched); ok &&
+				!s.frozen(who, r.Sched.Add(-modelLookahead), r.Created) {
 				s.violate("late-materialization", "job %s: %s created %s after it was due although %s led throughout",
 					j.key, r, r.Created.Sub(r.Sched).Round(time.Millisecond), who)
 			}
@@ -352,15 +353,33 @@ func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
 				continue
 			}
 			k := sort.Search(len(sched), func(k int) bool { return sched[k].Sched.After(o) })
-			_, leading := leaderThrough(d.samples, o.Add(-modelLookahead+600*time.Millisecond), o)
+			// A leader held the lock through the occurrence's lookahead and
+			// kept the job ahead until its next run was created: then it
+			// led. Holding the lock is not enough: a leader that created no
+			// run (stalled: see model_behind_test.go) left the job behind,
+			// which is a gap (the fold or miss below is the misfire policy
+			// at work, counted as a stall).
+			next := o.Add(15 * time.Second)
+			if k < len(sched) {
+				next = sched[k].Created
+			}
+			who, locked := leaderThrough(d.samples, o.Add(-modelLookahead+600*time.Millisecond), o)
+			stalled := locked && s.behind.wasBehind(j.id, o.Add(-modelLookahead), next)
+			leading := locked && !stalled
 			if k < len(sched) && sched[k].CatchUp {
-				if who, ok := leaderThrough(d.samples, o.Add(-modelLookahead+600*time.Millisecond), o); ok {
-					s.violate("folded-while-leading", "job %s: occurrence %s folded into catch-up %s although %s led throughout its lookahead",
+				if leading {
+					s.violate("folded-while-leading", "job %s: occurrence %s folded into catch-up %s although %s led throughout its lookahead and kept the job ahead",
 						j.key, o.Format("15:04:05.000"), sched[k], who)
+				} else if stalled {
+					s.stalls++
 				}
 				// (A starting deadline misses the occurrences older than it:
-				// counted, not run.)
-				if all := j.statesBetween(o, sched[k].Created); !slices.ContainsFunc(all, func(st jobState) bool { return st.Misfire != "all" || st.Deadline != nil }) {
+				// counted, not run. Under skip or queue_one, the missed
+				// occurrences after the first are skipped while it is
+				// active or waiting, as below for those without a run.)
+				if all := j.statesBetween(o, sched[k].Created); !slices.ContainsFunc(all, func(st jobState) bool {
+					return st.Misfire != "all" || st.Deadline != nil || st.Overlap != "allow"
+				}) {
 					s.violate("misfire-all-folded", "job %s (misfire all): occurrence %s folded into catch-up %s; every missed occurrence must run (%s)",
 						j.key, o.Format("15:04:05.000"), sched[k], s.history(j))
 				}
@@ -374,6 +393,9 @@ func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
 			if !leading && slices.ContainsFunc(j.statesBetween(o.Add(-modelTol), o.Add(15*time.Second)), func(st jobState) bool {
 				return st.Misfire == "none" || st.Deadline != nil || st.Misfire == "all" && st.Overlap != "allow"
 			}) {
+				if stalled {
+					s.stalls++
+				}
 				continue
 			}
 			s.violate("missing-occurrence", "job %s: no run for occurrence %s of %s (next run: %s) (%s)",

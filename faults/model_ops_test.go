@@ -79,6 +79,8 @@ func (s *seqRun) do() {
 		s.restart(s.c.insts[s.rng.IntN(len(s.c.insts))], 0, false)
 	case r >= 100:
 		s.patchPolicy()
+	case r >= 96 && event:
+		s.stallLeader()
 	case r < 96 && event:
 		// One skewed instance at a time: the design allows a skewed
 		// instance to fire late by its skew, which the others (claiming
@@ -344,16 +346,26 @@ func (s *seqRun) patch(kind string, j *mjob, body map[string]any) {
 			stateOf(&out).occurrences(recv, recv.Add(time.Hour)) != nil: // past ends_at: finished, rightly no next run
 			s.violate("next-run-at", "PATCH %s: the resumed cron job shows next_run_at %v, not after the resume", desc, out.NextRunAt)
 		}
-	case code == http.StatusBadRequest && j.cur().occurrences(sent, sent.Add(time.Hour)) == nil && j.cur().Cron != "":
+	case code == http.StatusBadRequest && j.cur().Cron != "" && (j.cur().occurrences(sent, sent.Add(time.Hour)) == nil ||
+		withCron(j.cur(), body).occurrences(sent, sent.Add(time.Hour)) == nil):
 		// Past its ends_at a cron job has no occurrence left, and the API
 		// refuses an edit that leaves none (issue 16's validation): the
-		// model's PATCH was valid when drawn, the job finished since.
-		desc += " (the job is past its ends_at)"
+		// model's PATCH was valid when drawn, the job finished since, or
+		// the new schedule's next occurrence lies past ends_at.
+		desc += " (no occurrence left before ends_at)"
 	default:
 		// Every PATCH the model sends is valid.
 		s.violate("api", "PATCH %s: unexpected answer", desc)
 	}
 	s.logOp(kind, desc)
+}
+
+// withCron is st with the cron_expr of a PATCH body, if it has one.
+func withCron(st jobState, body map[string]any) jobState {
+	if c, ok := body["cron_expr"].(string); ok {
+		st.Cron = c
+	}
+	return st
 }
 
 func (s *seqRun) pause() {
@@ -511,6 +523,21 @@ func (s *seqRun) killLeader() {
 	took := time.Since(at)
 	s.startInst(in)
 	s.logOp("kill", fmt.Sprintf("kill -9 of leader %s; %s leads %s later; %s started again", name, next, took.Round(time.Millisecond), name))
+}
+
+// stallLeader freezes the leader (SIGSTOP) for 3 to 10 s and thaws it
+// (SIGCONT): a leader alive, its lock held, that creates no run, which is
+// what a loaded machine (a process or its database starved for seconds)
+// does to a leader. Its jobs fall behind as if nobody led: a gap, handled
+// by misfire (see leaderWorked).
+func (s *seqRun) stallLeader() {
+	s.lastEvent = s.nops
+	d := time.Duration(3000+s.rng.IntN(7000)) * time.Millisecond
+	name := s.c.waitLeader(s.t, 20*time.Second)
+	in := s.c.inst(name)
+	at := in.stall(s.t, d)
+	s.noteStop(stopRec{who: name, at: at, signal: "SIGSTOP", leader: true, thawed: time.Now()})
+	s.logOp("stall", fmt.Sprintf("leader %s frozen (SIGSTOP) for %s", name, d))
 }
 
 // restart stops an instance with SIGTERM (nothing of it may stay leased)

@@ -142,6 +142,11 @@ func (s *seqRun) checkDeadline(d *checkData, j *mjob) {
 		for _, st := range states {
 			limit = max(limit, *st.Deadline)
 		}
+		// A worker the model froze (SIGSTOP) between its claim and its
+		// request sends once thawed: the deadline was judged at the claim.
+		if a := d.atts[r.ID][1]; a != nil && s.frozen(a.Worker, r.FireAt, ds[0].At) {
+			continue
+		}
 		if late := ds[0].At.Sub(r.FireAt); late > time.Duration(limit)*time.Second+2*time.Second {
 			s.violate("started-after-deadline", "job %s (starting_deadline_seconds %d): %s first delivered %s after it was due (%s)",
 				j.key, limit, r, late.Round(time.Millisecond), s.history(j))

@@ -228,6 +228,7 @@ type stopRec struct {
 	at     time.Time
 	signal string
 	leader bool
+	thawed time.Time // SIGSTOP: when the process went on (SIGCONT)
 }
 
 // violation is one broken invariant.
@@ -240,6 +241,7 @@ type modelTotals struct {
 	mu                             sync.Mutex
 	sequences, ops, jobs, runs     int
 	deliveries, catchUps, apiCalls int
+	stalls                         int
 	violations                     map[string]int
 	opKinds                        map[string]int
 }
@@ -254,6 +256,7 @@ func (m *modelTotals) add(s *seqRun) {
 	m.deliveries += s.fig.deliveries
 	m.catchUps += s.fig.catchUps
 	m.apiCalls += s.apiCalls
+	m.stalls += s.stalls
 	for _, v := range s.vs {
 		m.violations[v.kind]++
 	}
@@ -321,9 +324,9 @@ func TestModel(t *testing.T) {
 			total += tot.violations[k]
 		}
 	}
-	t.Logf("model: seed %d: %d sequences in %s, %d operations %v, %d API calls, %d jobs, %d runs (%d catch-up), %d deliveries; %d violations (gated invariants counted apart) %s",
+	t.Logf("model: seed %d: %d sequences in %s, %d operations %v, %d API calls, %d jobs, %d runs (%d catch-up), %d deliveries; %d occurrences folded or missed in gaps under a lock holder that created no run; %d violations (gated invariants counted apart) %s",
 		seed, tot.sequences, time.Since(start).Round(time.Second), tot.ops, tot.opKinds, tot.apiCalls, tot.jobs, tot.runs,
-		tot.catchUps, tot.deliveries, total, strings.Join(vs, " "))
+		tot.catchUps, tot.deliveries, tot.stalls, total, strings.Join(vs, " "))
 }
 
 // skewSupport says whether the built chronos knows CHRONOS_CLOCK_SKEW
@@ -346,6 +349,7 @@ type seqRun struct {
 	c      *cluster
 	tg     *modelTarget
 	mon    *monitor
+	behind *behindSampler
 	start  time.Time
 
 	jobs      []*mjob
@@ -363,6 +367,7 @@ type seqRun struct {
 	stops     []stopRec
 	slow      int
 	vs        []violation
+	stalls    int            // occurrences folded or missed in a gap although one instance held the lock through their lookahead (stalled, or stopping)
 	gatedSeen map[string]int // violations of gated invariants (model_policy_check_test.go), by kind
 
 	// Set by the final phase.
@@ -407,6 +412,8 @@ func runModelSequence(t *testing.T, seed uint64, seq int, opsFor time.Duration) 
 	}
 	s.mon = startMonitor(c)
 	defer s.mon.stop()
+	s.behind = s.startBehindSampler()
+	defer s.behind.stop()
 	s.start = time.Now()
 
 	// The operation phase.
@@ -451,6 +458,7 @@ func runModelSequence(t *testing.T, seed uint64, seq int, opsFor time.Duration) 
 	s.logOp("end", "all jobs disabled")
 	s.drain(60 * time.Second)
 	s.mon.stop()
+	s.behind.stop()
 	s.check()
 	s.report()
 	return s
@@ -647,8 +655,8 @@ func (s *seqRun) jobName(id int64) string {
 // report fails the sequence with its violations, seed and operations.
 func (s *seqRun) report() {
 	t := s.t
-	t.Logf("sequence %d: %d ops, %d jobs, %d runs (%d catch-up), %d deliveries, %d stops/kills, %d violations",
-		s.seq, s.nops, len(s.jobs), s.fig.runs, s.fig.catchUps, s.fig.deliveries, len(s.stops), len(s.vs))
+	t.Logf("sequence %d: %d ops, %d jobs, %d runs (%d catch-up), %d deliveries, %d stops/kills/stalls, %d violations; %d occurrences folded or missed in a gap under a lock holder that created no run (stalled or stopping)",
+		s.seq, s.nops, len(s.jobs), s.fig.runs, s.fig.catchUps, s.fig.deliveries, len(s.stops), len(s.vs), s.stalls)
 	if len(s.vs) == 0 {
 		if testing.Verbose() {
 			t.Logf("operations:\n%s", strings.Join(s.ops, "\n"))

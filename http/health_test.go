@@ -96,7 +96,12 @@ func TestMetrics(t *testing.T) {
 	for _, op := range []string{chronos.AlertRetrying, chronos.AlertRetrying, chronos.AlertFailed, chronos.AlertDelivered, "bogus"} {
 		e.bus.Publish(chronos.Event{Type: chronos.EventDeadAlert, JobID: 42, RunID: 7, Op: op})
 	}
+	e.bus.Publish(chronos.Event{Type: chronos.EventHostDeferred, Origin: "http://127.0.0.1:9"})
+	e.bus.Publish(chronos.Event{Type: chronos.EventHostBreakerOpened, Origin: "http://127.0.0.1:9"})
 	want := []string{
+		`chronos_host_events_total{event="deferred"} 1`,
+		`chronos_host_events_total{event="breaker_opened"} 1`,
+		`chronos_host_events_total{event="breaker_closed"} 0`,
 		`chronos_dead_alerts_total{outcome="retrying"} 2`,
 		`chronos_dead_alerts_total{outcome="failed"} 1`,
 		`chronos_dead_alerts_total{outcome="delivered"} 1`,

@@ -39,6 +39,9 @@ var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25
 //	                                           failed (given up), expired (dropped unsent)
 //	chronos_run_lock_repairs_total{kind}       overlap-lock faults the leader's lock check repaired: orphan,
 //	                                           missing, stalled, allowed (see sql.SweepRunLocks); should stay 0
+//	chronos_host_events_total{event}           host back-pressure of this instance's deliveries: deferred (a 429/503
+//	                                           with Retry-After held a host's runs), breaker_opened, breaker_closed;
+//	                                           no origin label (unbounded): GET /v1/hosts says which
 //	chronos_bus_dropped_events_total           events lost by slow bus subscribers
 //	chronos_bus_published_events_total         events published on the bus
 //	chronos_build_info{version,schema_level,goversion} always 1 (health.go)
@@ -66,6 +69,7 @@ type metrics struct {
 	caughtUp       prometheus.Counter
 	deadAlerts     *prometheus.CounterVec
 	lockRepairs    *prometheus.CounterVec
+	hostEvents     *prometheus.CounterVec
 	reconnects     prometheus.Counter
 	requests       *prometheus.CounterVec
 	requestSeconds *prometheus.HistogramVec
@@ -99,6 +103,9 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 			Help: "Dead-run alerts this instance tried to send, by outcome (delivered; retrying: an attempt failed, " +
 				"another follows; failed: the last attempt failed, the alert is given up; expired: dropped unsent, too old)."},
 			[]string{"outcome"}),
+		hostEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_host_events_total",
+			Help: "Host back-pressure events of this instance: deferred (429/503 with Retry-After), breaker_opened, breaker_closed."},
+			[]string{"event"}),
 		reconnects: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_listener_reconnects_total",
 			Help: "LISTEN connections (re)established (resync events)."}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_http_requests_total",
@@ -109,7 +116,7 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.runs, m.attemptSeconds, m.scheduleLag, m.triggerStart, m.claimBatch, m.skipped, m.caughtUp, m.deadAlerts, m.lockRepairs, m.reconnects,
+		m.runs, m.attemptSeconds, m.scheduleLag, m.triggerStart, m.claimBatch, m.skipped, m.caughtUp, m.deadAlerts, m.lockRepairs, m.hostEvents, m.reconnects,
 		m.requests, m.requestSeconds,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "chronos_bus_dropped_events_total",
 			Help: "Events lost by bus subscribers that fell behind."}, func() float64 { return float64(b.Dropped()) }),
@@ -136,6 +143,9 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 	for _, kind := range chronos.LockRepairKinds {
 		m.lockRepairs.WithLabelValues(kind)
 	}
+	for _, e := range hostEventTypes {
+		m.hostEvents.WithLabelValues(hostEventLabel(e))
+	}
 	return m
 }
 
@@ -150,7 +160,8 @@ func boolFloat(b bool) float64 {
 func metricEvents(e chronos.Event) bool {
 	switch e.Type {
 	case chronos.EventAttempted, chronos.EventClaimed, chronos.EventResync, chronos.EventSkipped, chronos.EventCaughtUp,
-		chronos.EventDeadAlert, chronos.EventLocksRepaired:
+		chronos.EventDeadAlert, chronos.EventLocksRepaired,
+		chronos.EventHostDeferred, chronos.EventHostBreakerOpened, chronos.EventHostBreakerClosed:
 		return true
 	}
 	return false
@@ -215,6 +226,8 @@ func (m *metrics) observe(e chronos.Event) {
 		if slices.Contains(chronos.LockRepairKinds, e.Op) {
 			m.lockRepairs.WithLabelValues(e.Op).Add(float64(e.Count))
 		}
+	case chronos.EventHostDeferred, chronos.EventHostBreakerOpened, chronos.EventHostBreakerClosed:
+		m.hostEvents.WithLabelValues(hostEventLabel(e.Type)).Inc()
 	}
 }
 

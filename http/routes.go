@@ -63,6 +63,13 @@ func (s *Server) routes() *gin.Engine {
 	v1.GET("/limits/:key", s.getLimit)
 	v1.PUT("/limits/:key", s.putLimit)
 	v1.DELETE("/limits/:key", s.deleteLimit)
+	v1.GET("/hosts", s.listHosts)
+	v1.GET("/hosts/*origin", s.getHost)
+	v1.POST("/jobs/:id/backfill", s.idempotent, s.backfill)
+	v1.GET("/calendars", s.listCalendars)
+	v1.GET("/calendars/:name", s.getCalendar)
+	v1.PUT("/calendars/:name", s.putCalendar)
+	v1.DELETE("/calendars/:name", s.deleteCalendar)
 	return e
 }
 

@@ -38,9 +38,9 @@ func runQuery(c *gin.Context, maxLimit int, extra ...string) (sql.RunQuery, erro
 		bad["status"] = "must be one of " + strings.Join(names, ", ")
 	}
 	switch rq.Trigger {
-	case "", chronos.TriggerSchedule, chronos.TriggerManual, chronos.TriggerRedrive:
+	case "", chronos.TriggerSchedule, chronos.TriggerManual, chronos.TriggerRedrive, chronos.TriggerBackfill:
 	default:
-		bad["trigger"] = "must be one of schedule, manual, redrive"
+		bad["trigger"] = "must be one of schedule, manual, redrive, backfill"
 	}
 	if v, ok := q["job_id"]; ok {
 		id, err := strconv.ParseInt(v, 10, 64)

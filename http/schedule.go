@@ -1,6 +1,7 @@
 package http
 
 import (
+	"fmt"
 	nethttp "net/http"
 	"strconv"
 	"time"
@@ -14,21 +15,27 @@ import (
 const (
 	defaultPreviewCount = 10
 	maxPreviewCount     = 100
+	// With until, a preview lists every fire time up to it, at most
+	// maxPreviewSpan (ten years of a daily job).
+	maxPreviewSpan = 5000
 )
 
 // previewRequest is the body of POST /v1/schedule/preview: a schedule and
 // its policy fields, as on a job, plus count and after.
 type previewRequest struct {
-	CronExpr                *string               `json:"cron_expr"`
-	Timezone                *string               `json:"timezone"`
-	Count                   *int                  `json:"count"`
-	After                   *time.Time            `json:"after"`
-	StartsAt                *time.Time            `json:"starts_at"`
-	EndsAt                  *time.Time            `json:"ends_at"`
-	Exclude                 []chronos.DateRange   `json:"exclude"`
-	Misfire                 chronos.MisfirePolicy `json:"misfire"`
-	StartingDeadlineSeconds *int                  `json:"starting_deadline_seconds"`
-	JitterSeconds           int                   `json:"jitter_seconds"`
+	CronExpr                *string                `json:"cron_expr"`
+	Timezone                *string                `json:"timezone"`
+	Count                   *int                   `json:"count"`
+	After                   *time.Time             `json:"after"`
+	StartsAt                *time.Time             `json:"starts_at"`
+	EndsAt                  *time.Time             `json:"ends_at"`
+	Exclude                 []chronos.DateRange    `json:"exclude"`
+	Misfire                 chronos.MisfirePolicy  `json:"misfire"`
+	StartingDeadlineSeconds *int                   `json:"starting_deadline_seconds"`
+	JitterSeconds           int                    `json:"jitter_seconds"`
+	Until                   *time.Time             `json:"until"`
+	Calendars               []string               `json:"calendars"`
+	CalendarPolicy          chronos.CalendarPolicy `json:"calendar_policy"`
 }
 
 // jobSchedule is GET /v1/jobs/{id}/schedule?count=&after=: the job's next
@@ -39,24 +46,26 @@ func (s *Server) jobSchedule(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	q, err := parseQuery(c, "count", "after")
+	q, err := parseQuery(c, "count", "after", "until")
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	n, err := parseCount(q)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	var after *time.Time
-	if v, ok := q["after"]; ok {
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			s.fail(c, invalid("after", "must be an RFC 3339 time, e.g. 2026-12-03T02:00:00Z"))
-			return
+	var after, until *time.Time
+	for name, dst := range map[string]**time.Time{"after": &after, "until": &until} {
+		if v, ok := q[name]; ok {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				s.fail(c, invalid(name, "must be an RFC 3339 time, e.g. 2026-12-03T02:00:00Z"))
+				return
+			}
+			*dst = &t
 		}
-		after = &t
+	}
+	n, err := parseCount(q, until != nil)
+	if err != nil {
+		s.fail(c, err)
+		return
 	}
 	j, err := s.db.Job(c.Request.Context(), id)
 	if err != nil {
@@ -68,7 +77,7 @@ func (s *Server) jobSchedule(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.preview(c, j, from, n)
+	s.preview(c, j, from, until, n)
 }
 
 // previewSchedule is POST /v1/schedule/preview: the fire times of a
@@ -97,10 +106,13 @@ func (s *Server) previewSchedule(c *gin.Context) {
 		s.fail(c, invalid("cron_expr", "is required"))
 		return
 	}
-	n := defaultPreviewCount
+	n, most := defaultPreviewCount, maxPreviewCount
+	if r.Until != nil {
+		n, most = maxPreviewSpan, maxPreviewSpan
+	}
 	if r.Count != nil {
-		if n = *r.Count; n < 1 || n > maxPreviewCount {
-			s.fail(c, invalid("count", "must be between 1 and 100"))
+		if n = *r.Count; n < 1 || n > most {
+			s.fail(c, invalid("count", fmt.Sprintf("must be between 1 and %d", most)))
 			return
 		}
 	}
@@ -108,12 +120,17 @@ func (s *Server) previewSchedule(c *gin.Context) {
 	// that are not the schedule's are stand-ins that always pass.
 	j := &chronos.Job{Name: "preview", TargetURL: "http://preview.invalid/", CronExpr: r.CronExpr,
 		StartsAt: r.StartsAt, EndsAt: r.EndsAt, Exclude: r.Exclude, Misfire: r.Misfire,
-		StartingDeadlineSeconds: r.StartingDeadlineSeconds, JitterSeconds: r.JitterSeconds}
+		StartingDeadlineSeconds: r.StartingDeadlineSeconds, JitterSeconds: r.JitterSeconds,
+		Calendars: r.Calendars, CalendarPolicy: r.CalendarPolicy}
 	if r.Timezone != nil {
 		j.Timezone = *r.Timezone
 	}
 	j.ApplyDefaults()
 	if err := j.Validate(); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.db.ResolveCalendars(c.Request.Context(), j); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -128,7 +145,7 @@ func (s *Server) previewSchedule(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	s.preview(c, j, from, n)
+	s.preview(c, j, from, r.Until, n)
 }
 
 // previewFrom is the instant previews start after: after, or the
@@ -140,9 +157,14 @@ func (s *Server) previewFrom(c *gin.Context, after *time.Time) (time.Time, error
 	return s.db.Now(c.Request.Context())
 }
 
-// preview answers with n fire times of j after from.
-func (s *Server) preview(c *gin.Context, j *chronos.Job, from time.Time, n int) {
-	p, err := j.Preview(from, n)
+// preview answers with n fire times of j after from (up to until, when
+// given), and what its calendars skipped or moved.
+func (s *Server) preview(c *gin.Context, j *chronos.Job, from time.Time, until *time.Time, n int) {
+	var u time.Time
+	if until != nil {
+		u = until.UTC()
+	}
+	p, err := j.PreviewUntil(from, u, n)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -150,15 +172,20 @@ func (s *Server) preview(c *gin.Context, j *chronos.Job, from time.Time, n int) 
 	c.JSON(nethttp.StatusOK, p)
 }
 
-// parseCount reads ?count= (1..100, default 10).
-func parseCount(q map[string]string) (int, error) {
+// parseCount reads ?count= (1..100, default 10; with until, 1..5000,
+// default 5000).
+func parseCount(q map[string]string, until bool) (int, error) {
+	n, most := defaultPreviewCount, maxPreviewCount
+	if until {
+		n, most = maxPreviewSpan, maxPreviewSpan
+	}
 	v, ok := q["count"]
 	if !ok {
-		return defaultPreviewCount, nil
+		return n, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > maxPreviewCount {
-		return 0, invalid("count", "must be an integer between 1 and 100")
+	if err != nil || n < 1 || n > most {
+		return 0, invalid("count", fmt.Sprintf("must be an integer between 1 and %d", most))
 	}
 	return n, nil
 }

@@ -43,6 +43,8 @@ type Config struct {
 	AllowedTargetNetworks []netip.Prefix
 
 	Alerts AlertConfig // dead-run alerts (alerter.go)
+
+	Hosts HostConfig // host back-pressure and the circuit breaker (hosts.go)
 }
 
 // TargetPolicy is the outbound address policy the configuration asks for.
@@ -111,5 +113,6 @@ func (c Config) withDefaults() Config {
 	if c.QueueStatsInterval <= 0 {
 		c.QueueStatsInterval = DefaultQueueStatsInterval
 	}
+	c.Hosts = c.Hosts.withDefaults()
 	return c
 }

@@ -27,6 +27,11 @@ const (
 // cluster had no leader.
 const HeaderCatchUp = "X-Chronos-Catch-Up"
 
+// HeaderBackfill is set, to "true", on the delivery of a backfilled run
+// (trigger backfill: POST /v1/jobs/{id}/backfill), so a target can tell a
+// past occurrence run late on purpose from its schedule's own.
+const HeaderBackfill = "X-Chronos-Backfill"
+
 // executor makes the HTTP call of one attempt. It is safe for concurrent
 // use; every call shares one transport.
 type executor struct {
@@ -59,9 +64,13 @@ type attemptResult struct {
 	// Sent: the request may have reached the target (its writing began).
 	// An attempt that was not sent may be handed back uncounted; one that
 	// was is an attempt, whatever happens next.
-	Sent       bool
-	StartedAt  time.Time
-	FinishedAt time.Time
+	Sent bool
+	// HostFailure: the host failed (no connection, no answer in time, or
+	// a 5xx): what its circuit breaker counts (hosts.go). A refused
+	// address, a bad request or a shutdown is not the host's doing.
+	HostFailure bool
+	StartedAt   time.Time
+	FinishedAt  time.Time
 }
 
 // Success reports whether the attempt succeeded: a 2xx response and
@@ -103,6 +112,7 @@ func (e *executor) do(ctx context.Context, job *chronos.Job, run *chronos.Run) a
 	if err != nil {
 		res.FinishedAt = time.Now()
 		res.Err = describeError(ctx, err, timeout)
+		res.HostFailure = !errors.Is(err, ErrTargetRefused) && !errors.Is(ctx.Err(), context.Canceled)
 		return res
 	}
 	stored, readErr := io.ReadAll(io.LimitReader(resp.Body, maxStoredBody))
@@ -126,6 +136,7 @@ func (e *executor) do(ctx context.Context, job *chronos.Job, run *chronos.Run) a
 	default:
 		res.Err = fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
+	res.HostFailure = resp.StatusCode >= 500
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		res.RetryAfter, res.HasRetry = parseRetryAfter(resp.Header.Get("Retry-After"), res.FinishedAt)
 	}
@@ -165,6 +176,9 @@ func (e *executor) request(ctx context.Context, job *chronos.Job, run *chronos.R
 	req.Header.Set(HeaderScheduledAt, run.ScheduledAt.UTC().Format(time.RFC3339Nano))
 	if run.CatchUp {
 		req.Header.Set(HeaderCatchUp, "true")
+	}
+	if run.Trigger == chronos.TriggerBackfill {
+		req.Header.Set(HeaderBackfill, "true")
 	}
 	e.sign(req.Header, job, run, body)
 	return req, nil

@@ -22,6 +22,7 @@ type Reactor struct {
 	exec   *executor
 	disp   *dispatcher
 	comp   *completer
+	hosts  *hostTracker
 
 	// hard is cancelled when shutdown runs out of grace: it cancels the
 	// HTTP calls still in flight. Set by Run before any worker starts.
@@ -44,6 +45,7 @@ func New(cfg Config, db *sql.DB, b *bus.Bus, log *slog.Logger) *Reactor {
 	// without waiting while a batch is written.
 	r.comp = newCompleter(db, b, log, cfg.Instance, max(completeMaxBatch, 2*cfg.WorkerConcurrency), r.disp.hint)
 	r.comp.clock = r.now
+	r.hosts = newHostTracker(r)
 	return r
 }
 
@@ -83,6 +85,11 @@ func (r *Reactor) Run(ctx context.Context) error {
 		defer close(alertsDone)
 		newAlerter(r).run(ctx)
 	}()
+	hostsDone := make(chan struct{})
+	go func() {
+		defer close(hostsDone)
+		r.hosts.run(ctx)
+	}()
 	leaderDone := make(chan error, 1)
 	go func() {
 		err := r.leader.Run(ctx, r.leaderWork)
@@ -114,6 +121,7 @@ func (r *Reactor) Run(ctx context.Context) error {
 	close(r.comp.in)
 	<-compDone
 	<-alertsDone
+	<-hostsDone
 	r.exec.close()
 
 	err := <-leaderDone

@@ -108,6 +108,14 @@ func (r *Reactor) deliver(c sql.Claimed) {
 		// dead-letters like any other.
 		res.Err = InterruptedByShutdown
 	}
+	// A host's deferral (429/503 with Retry-After) hands the run back
+	// uncounted instead; any other outcome tells the host's breaker.
+	origin := chronos.Origin(c.Job.TargetURL)
+	if r.hosts.deferRun(c, origin, res) {
+		ren.stop()
+		return
+	}
+	r.hosts.observe(origin, lease.RunID, res)
 	// The lease is renewed until the outcome is recorded, not just until
 	// the target answered: a completion that waits on a slow or briefly
 	// unreachable database must not let the reaper reclaim, and so

@@ -94,6 +94,8 @@ func fenceArgs(l Lease, more ...any) []any {
 // with 40,000 runs due, against under 1 ms for the walk).
 //
 // Runs over their key's limit are held, not leased (limitClaimCTEs).
+// A run whose host holds it back (a deferral, an open breaker) waits too:
+// see hostClearSQL (hosts.go).
 //
 // And one kind is refused for good: a scheduled run, never attempted, of
 // a job with a starting deadline, whose available_at is further in the
@@ -106,6 +108,7 @@ var claimSQL = `
 		 WHERE r.status = 'pending' AND NOT r.held
 		   AND r.available_at <= now() + $4::bigint * interval '1 microsecond'
 		   AND ` + claimableSQL + `
+		   AND ` + hostClearSQL + `
 		 ORDER BY r.available_at, r.id
 		 LIMIT $2
 		   FOR UPDATE OF r SKIP LOCKED
@@ -209,9 +212,9 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 	if lease <= 0 {
 		return nil, fmt.Errorf("claim runs: lease duration %v is not positive", lease)
 	}
-	rows, err := db.Pool.QueryIndexWalk(ctx, claimSQL, worker, n, micros(lease), max(0, micros(ahead)))
+	rows, err := db.Pool.QueryIndexWalk(ctx, db.hostsSQL(ctx, claimSQL), worker, n, micros(lease), max(0, micros(ahead)))
 	if beforeLimits(err) {
-		rows, err = db.Pool.QueryIndexWalk(ctx, claimSQLBeforeLimits, worker, n, micros(lease), max(0, micros(ahead)))
+		rows, err = db.Pool.QueryIndexWalk(ctx, db.hostsSQL(ctx, claimSQLBeforeLimits), worker, n, micros(lease), max(0, micros(ahead)))
 	}
 	if err != nil {
 		return nil, mapErr(err, "claim runs")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +19,7 @@ type DB struct {
 	Pool *Pool
 
 	creates createBatcher // coalesces concurrent CreateJob calls
+	hosts   atomic.Int32  // whether the hosts table exists (hostsUnknown, ...: hosts.go)
 }
 
 // Pool sizing when the DSN does not say (pool_max_conns,

@@ -68,6 +68,16 @@
 // materializer ("this database is migrated for a newer chronos; upgrade
 // this instance"). Job responses read next_run_at from the schedule row.
 //
+// Calendars (migration 024). calendars holds named sets of dates;
+// job_calendars the calendars each cron job names, with its policy, so
+// foreign keys keep the references (a calendar in use cannot be deleted).
+// Every read that builds a job's schedule attaches them (calendars_jobs.go);
+// a change of a calendar's dates re-plans its jobs' runs created ahead as a
+// PATCH of the schedule does (calendars.go). Backfill (backfill.go) creates
+// runs with trigger 'backfill'; the unique index covers scheduled runs only,
+// so a backfill checks for an existing run of each occurrence under the
+// job's schedule row, locked as the materializer locks it.
+//
 // Materialize. It locks due schedule rows FOR UPDATE SKIP LOCKED (and
 // their jobs FOR KEY SHARE, so a delete waits rather than deadlocks), so
 // two materializers take disjoint jobs, and inserts with ON CONFLICT DO

@@ -47,3 +47,8 @@ var (
 
 // FenceForTest is the WHERE clause of a worker's write of its run.
 const FenceForTest = fence
+
+// PartitionTxForTest runs f as partition upkeep does (partitionTx).
+func PartitionTxForTest(ctx context.Context, db *DB, f func(pgx.Tx) error) error {
+	return db.partitionTx(ctx, "test upkeep", f)
+}

@@ -188,4 +188,26 @@ func TestAnalyzeChangedTablesAfterABurst(t *testing.T) {
 	if strings.Contains(picked[strings.Index(picked, "LockRows"):], "->  Sort ") {
 		t.Errorf("after the analyze, the claim still sorts the due runs before taking the first:\n%s", picked)
 	}
+
+	// Draining the burst (each run claimed, then completed) changes no
+	// count: it must not make the leader analyze the partition again and
+	// again while the burst drains.
+	conn, err = db.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(ctx, "UPDATE job_runs SET status = 'leased', leased_by = 'w', leased_until = now() + interval '1 minute'")
+	if err == nil {
+		_, err = conn.Exec(ctx, "UPDATE job_runs SET status = 'succeeded', leased_by = NULL, leased_until = NULL, finished_at = now()")
+	}
+	if err == nil {
+		_, err = conn.Exec(ctx, "SELECT pg_stat_force_next_flush()")
+	}
+	conn.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.AnalyzeChangedTables(ctx); err != nil || slices.Contains(got, partition) {
+		t.Errorf("after draining the burst: analyzed %v (%v), want %s left alone", got, err, partition)
+	}
 }

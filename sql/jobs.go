@@ -32,8 +32,9 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	if err := db.checkLimitKey(ctx, j); err != nil {
 		return err
 	}
-	if idempotencyFrom(ctx) == nil {
-		// Concurrent creates share one insert and one commit (creates.go).
+	if idempotencyFrom(ctx) == nil && len(j.Calendars) == 0 {
+		// Concurrent creates share one insert and one commit (creates.go);
+		// a job with calendars is written alone, with their rows.
 		return db.createCoalesced(ctx, j)
 	}
 	// A create under an Idempotency-Key is written alone, in the
@@ -43,12 +44,19 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
 			return nil, mapErr(err, "create job: read the clock")
 		}
+		cerrs, err := resolveCalendars(ctx, tx, []*chronos.Job{j})
+		if err = firstErr(err, []error{cerrs[0]}); err != nil {
+			return nil, err
+		}
 		args, err := prepareJob(ctx, j, now.UTC())
 		if err != nil {
 			return nil, err
 		}
 		errs, err := insertJobs(ctx, tx, []preparedJob{{j: j, args: args}})
 		if err = firstErr(err, errs); err != nil {
+			return nil, err
+		}
+		if err := writeCalendars(ctx, tx, []*chronos.Job{j}, false); err != nil {
 			return nil, err
 		}
 		return []any{j}, nil
@@ -96,6 +104,9 @@ func (db *DB) Job(ctx context.Context, id int64) (*chronos.Job, error) {
 	}
 	if err != nil {
 		return nil, mapErr(err, "get job")
+	}
+	if err := attachCalendars(ctx, db.Pool, []*chronos.Job{j}, nil); err != nil {
+		return nil, err
 	}
 	return j, nil
 }
@@ -208,12 +219,18 @@ func (db *DB) updateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		return nil, mapErr(err, "update job: lock its schedule")
 	}
 	j := s.job()
+	if err := attachCalendars(ctx, tx, []*chronos.Job{j}, nil); err != nil {
+		return nil, err
+	}
 	old := *j
 	if _, err := u.Apply(j); err != nil {
 		return nil, err
 	}
 	if err := j.Validate(); err != nil {
 		return nil, err
+	}
+	if cerrs, err := resolveCalendars(ctx, tx, []*chronos.Job{j}); err != nil || cerrs[0] != nil {
+		return nil, firstErr(err, []error{cerrs[0]})
 	}
 	c := scheduleChangeOf(&old, j)
 	if c.cron {
@@ -276,6 +293,12 @@ func (db *DB) updateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 	}
 	stored.j.NextRunAt = next
 	after := stored.job()
+	if !slices.Equal(old.Calendars, j.Calendars) || old.CalendarPolicy != j.CalendarPolicy {
+		if err := writeCalendars(ctx, tx, []*chronos.Job{j}, true); err != nil {
+			return nil, err
+		}
+	}
+	after.Calendars, after.CalendarPolicy = j.Calendars, j.CalendarPolicy
 	if changes := chronos.JobChanges(&old, after); len(changes) > 0 {
 		if err := recordAudit(ctx, tx, id, auditAction(changes), nil, changes); err != nil {
 			return nil, err
@@ -378,7 +401,8 @@ func scheduleChangeOf(before, after *chronos.Job) scheduleChange {
 	zone := before.Timezone != after.Timezone && after.CronExpr != nil
 	// The timetable's bounds and exclusions change its occurrences too.
 	window := !equalTimePtr(before.StartsAt, after.StartsAt) || !equalTimePtr(before.EndsAt, after.EndsAt) ||
-		!slices.Equal(before.Exclude, after.Exclude)
+		!slices.Equal(before.Exclude, after.Exclude) ||
+		!slices.Equal(before.Calendars, after.Calendars) || before.CalendarPolicy != after.CalendarPolicy
 	c.schedule = c.cron || runAt || zone || (window && after.CronExpr != nil)
 	c.pausing = before.Enabled && !after.Enabled
 	c.resuming = !before.Enabled && after.Enabled
@@ -519,6 +543,11 @@ func (db *DB) deleteJob(ctx context.Context, id int64) error {
 	if _, err := tx.Exec(ctx, "SELECT 1 FROM job_runs WHERE job_id = $1 FOR UPDATE", id); err != nil {
 		return mapErr(err, "delete job: lock its runs")
 	}
+	// Its calendars, for the audit entry: their rows go with the job.
+	cals := &chronos.Job{ID: id}
+	if err := attachCalendars(ctx, tx, []*chronos.Job{cals}, nil); err != nil {
+		return err
+	}
 	j, err := scanJob(tx.QueryRow(ctx, "DELETE FROM jobs WHERE id = $1 RETURNING "+jobColumns, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return jobNotFound(id)
@@ -526,6 +555,7 @@ func (db *DB) deleteJob(ctx context.Context, id int64) error {
 	if err != nil {
 		return mapErr(err, "delete job")
 	}
+	j.Calendars, j.CalendarPolicy = cals.Calendars, cals.CalendarPolicy
 	if err := recordAudit(ctx, tx, id, chronos.AuditDelete, nil, chronos.JobChanges(j, nil)); err != nil {
 		return err
 	}

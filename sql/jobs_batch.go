@@ -67,7 +67,7 @@ func prepareJob(ctx context.Context, j *chronos.Job, now time.Time) ([]any, erro
 	}
 	args := append(append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets)), policyArgs(j)...)
 	return append(args, j.CreatedAt, j.Description, labelsArg(j), chronos.ActorFrom(ctx),
-		changesArg(chronos.JobChanges(nil, j)), j.OnDeadURL, j.LimitKey), nil
+		chronos.CreationChanges(j), j.OnDeadURL, j.LimitKey), nil
 }
 
 // insertJobsSQL is the statement that inserts n jobs, their schedule rows
@@ -238,10 +238,18 @@ func (db *DB) CreateJobs(ctx context.Context, jobs []*chronos.Job) error {
 			return nil, err
 		}
 		now = now.UTC()
+		cerrs, err := resolveCalendars(ctx, tx, jobs)
+		if err != nil {
+			return nil, err
+		}
 		prepared := make([]preparedJob, len(jobs))
 		for i, j := range jobs {
 			if j == nil {
 				errs[i] = chronos.InvalidFields(map[string]string{"body": "a job is required"})
+				continue
+			}
+			if cerrs[i] != nil {
+				errs[i] = cerrs[i]
 				continue
 			}
 			args, err := prepareJob(ctx, j, now)
@@ -278,6 +286,9 @@ func (db *DB) CreateJobs(ctx context.Context, jobs []*chronos.Job) error {
 		}
 		if len(errs) > 0 {
 			return nil, batchError(errs) // rolls the batch back
+		}
+		if err := writeCalendars(ctx, tx, jobs, false); err != nil {
+			return nil, err
 		}
 		return []any{jobs}, nil
 	})

@@ -281,6 +281,9 @@ func (db *DB) queryJobs(ctx context.Context, q string, args []any) ([]*chronos.J
 	if err != nil {
 		return nil, mapErr(err, "list jobs")
 	}
+	if err := attachCalendars(ctx, db.Pool, jobs, nil); err != nil {
+		return nil, err
+	}
 	return jobs, nil
 }
 

@@ -165,6 +165,9 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 		return res, mapErr(err, "materialize: select due jobs")
 	}
 	res.Jobs = len(jobs)
+	if err := attachCalendars(ctx, tx, jobs, nil); err != nil {
+		return res, err
+	}
 
 	gaps, err := foldGaps(ctx, tx, jobs, now, &res)
 	if err != nil {
@@ -429,6 +432,9 @@ func reschedule(ctx context.Context, tx pgx.Tx, now time.Time, batch int) error 
 	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanSchedule(r) })
 	if err != nil {
 		return mapErr(err, "materialize: select unscheduled jobs")
+	}
+	if err := attachCalendars(ctx, tx, jobs, nil); err != nil {
+		return err
 	}
 	var (
 		ids   []int64

@@ -23,6 +23,11 @@ import (
 // longest a claim or a completion can be held up by the upkeep's wait.
 const PartitionLockTimeout = 100 * time.Millisecond
 
+// PartitionIdleTimeout bounds how long partition upkeep keeps its locks
+// while its client is silent between two statements (see partitionTx):
+// well above a statement's round trip, well below a lookahead.
+const PartitionIdleTimeout = time.Second
+
 // minAttemptIDs is the narrowest run id range of an attempts partition: at
 // a few runs a minute a range holds months of attempts, which is little.
 const minAttemptIDs = 100_000
@@ -317,8 +322,21 @@ func (db *DB) partitionTx(ctx context.Context, what string, f func(pgx.Tx) error
 			}
 		}
 		err = pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", PartitionLockTimeout.Milliseconds())); err != nil {
-				return err
+			// The locks are held from the LOCK to the commit, over several
+			// round trips: a client stalled in between (a starved leader on
+			// a loaded machine) held them, and every claim, start,
+			// completion and materialized run of the cluster waited, for
+			// seconds. idle_in_transaction_session_timeout has the server
+			// end the transaction, and let go of them, once the client has
+			// been quiet for PartitionIdleTimeout: the upkeep is then tried
+			// again at the next tick, on another connection.
+			for _, set := range []string{
+				fmt.Sprintf("SET LOCAL lock_timeout = %d", PartitionLockTimeout.Milliseconds()),
+				fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", PartitionIdleTimeout.Milliseconds()),
+			} {
+				if _, err := tx.Exec(ctx, set); err != nil {
+					return err
+				}
 			}
 			return f(tx)
 		})

@@ -115,8 +115,9 @@ func plan(j *chronos.Job, now, horizon time.Time, active, pending bool, gap time
 		if t.After(horizon) || take(occurrence{at: t, catchUp: catchUp}) {
 			break
 		}
-		next, excluded, ok := sched.Step(t)
-		p.miss(chronos.SkipExcluded, excluded)
+		next, passed, ok := sched.Advance(t)
+		p.miss(chronos.SkipExcluded, passed.Excluded)
+		p.miss(chronos.SkipCalendar, passed.Calendar)
 		if !ok {
 			return p // no further occurrence: next_run_at becomes null, the job is finished
 		}
@@ -133,7 +134,8 @@ func plan(j *chronos.Job, now, horizon time.Time, active, pending bool, gap time
 //
 // A job is behind when its next_run_at is not after now: the materializer
 // keeps it a lookahead ahead while a leader runs, so only a time without a
-// leader (or without any instance) leaves it behind. A job behind with
+// leader (or without any instance, or with a leader that created no run:
+// stalled for longer than the lookahead) leaves it behind. A job behind with
 // more than one occurrence due in all, counting the runs created ahead
 // before the gap that never started, has a gap: one catch-up run stands
 // for them all (misfire "one"; "none" and "all" decide otherwise, see

@@ -30,17 +30,31 @@ const (
 	analyzeFraction   = 0.2
 )
 
-// changedTablesSQL lists the hot tables (the partitions of job_runs and
-// run_attempts, and the schedules) changed enough to be analyzed, by
-// this database's cumulative statistics.
+// changedTablesSQL lists the hot tables changed enough to be analyzed,
+// by this database's cumulative statistics: a partition of job_runs or
+// run_attempts whose live rows grew or shrank past the threshold since
+// its last analyze (a burst arrived, or a partition filled), and the
+// schedules once that many of their rows changed (a herd moves every
+// next_run_at).
+//
+// A partition's updates do not count. Draining a burst updates each run
+// twice (claimed, completed) without changing how many there are or
+// where they sit in the claim's index; counting those analyzed a 20,000
+// run partition every 5,000 updates, each analyze a few hundred
+// milliseconds of a core and a snapshot that kept the claim's index
+// walk from marking the runs it had already claimed as dead: the burst
+// measured 0.6× River with it and 1.4× without.
 const changedTablesSQL = `
 	SELECT s.relid::regclass::text
 	  FROM pg_stat_user_tables s
 	  JOIN pg_class c ON c.oid = s.relid
-	 WHERE (s.relid IN (SELECT inhrelid FROM pg_inherits
-	                     WHERE inhparent IN ('job_runs'::regclass, 'run_attempts'::regclass))
-	        OR s.relid = 'job_schedules'::regclass)
-	   AND s.n_mod_since_analyze > greatest($1::bigint, $2::float8 * greatest(c.reltuples, 0))
+	 WHERE CASE WHEN s.relid = 'job_schedules'::regclass
+	            THEN s.n_mod_since_analyze
+	            ELSE abs(s.n_live_tup - greatest(c.reltuples, 0)) END
+	       > greatest($1::bigint, $2::float8 * greatest(c.reltuples, 0))
+	   AND (s.relid = 'job_schedules'::regclass
+	        OR s.relid IN (SELECT inhrelid FROM pg_inherits
+	                        WHERE inhparent IN ('job_runs'::regclass, 'run_attempts'::regclass)))
 	 ORDER BY s.n_mod_since_analyze DESC`
 
 // AnalyzeChangedTables analyzes each hot table that changed enough since

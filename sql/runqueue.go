@@ -32,9 +32,9 @@ func (q *RunQuery) validate() error {
 		f["status"] = "must be one of pending, leased, running, succeeded, dead"
 	}
 	switch q.Trigger {
-	case "", chronos.TriggerSchedule, chronos.TriggerManual, chronos.TriggerRedrive:
+	case "", chronos.TriggerSchedule, chronos.TriggerManual, chronos.TriggerRedrive, chronos.TriggerBackfill:
 	default:
-		f["trigger"] = "must be one of schedule, manual, redrive"
+		f["trigger"] = "must be one of schedule, manual, redrive, backfill"
 	}
 	if q.JobID < 0 {
 		f["job_id"] = "must be a positive integer"

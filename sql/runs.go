@@ -206,15 +206,16 @@ func (db *DB) Redrive(ctx context.Context, runID int64) (*chronos.Run, error) {
 // NextAvailable returns the earliest available_at of a pending run that
 // a claim could take once it is due, or nil. Runs held back behind an
 // active run of their job, or until the materializer catches up with
-// their job (see claimSQL), are left out: the promotion or the
+// their job (see claimSQL), or by their host (hostClearSQL: a deferral
+// or an open breaker), are left out: the promotion or the
 // materialization that frees them wakes the dispatchers.
 func (db *DB) NextAvailable(ctx context.Context) (*time.Time, error) {
 	var t *time.Time
-	err := db.Pool.QueryRow(ctx, `
+	err := db.Pool.QueryRow(ctx, db.hostsSQL(ctx, `
 		SELECT r.available_at FROM job_runs r
-		 WHERE r.status = 'pending' AND NOT r.held AND `+claimableSQL+`
+		 WHERE r.status = 'pending' AND NOT r.held AND `+claimableSQL+` AND `+hostClearSQL+`
 		 ORDER BY r.available_at, r.id
-		 LIMIT 1`).Scan(&t)
+		 LIMIT 1`)).Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

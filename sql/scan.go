@@ -71,6 +71,9 @@ func (s *jobScan) job() *chronos.Job {
 	if j.Exclude == nil {
 		j.Exclude = []chronos.DateRange{}
 	}
+	if j.Calendars == nil { // attachCalendars reads them (job_calendars)
+		j.Calendars, j.CalendarPolicy = []string{}, chronos.CalendarSkip
+	}
 	if j.SecretHeaders == nil {
 		j.SecretHeaders = []string{}
 	}

@@ -91,6 +91,9 @@ func (db *DB) updateSigningSecrets(ctx context.Context, id int64, what string,
 	if err != nil {
 		return nil, mapErr(err, what)
 	}
+	if err := attachCalendars(ctx, tx, []*chronos.Job{j}, nil); err != nil {
+		return nil, err
+	}
 	// An update in the audit history: the secrets' metadata before and
 	// after (their values never marshal).
 	before := *j

@@ -155,6 +155,7 @@ func formData(id int64, f jobForm, err error) map[string]any {
 		"Misfires":  []string{string(chronos.MisfireOne), string(chronos.MisfireNone), string(chronos.MisfireAll)},
 		"MaxJitter": chronos.MaxJitterSeconds, "MaxDeadline": chronos.MaxStartingDeadline,
 		"Redacted": chronos.Redacted}
+	d["CalendarPolicies"] = []string{string(chronos.CalendarSkip), string(chronos.CalendarNextBusinessDay)}
 	if err != nil {
 		d["Error"] = chronos.ErrorMessage(err)
 	}
@@ -167,7 +168,7 @@ func (c *Console) newJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *se
 		c.fail(w, r, s, nethttp.StatusForbidden, "Your API key ("+s.Name+") has the read role: it may look, not change.")
 		return
 	}
-	c.render(w, r, s, nethttp.StatusOK, "jobform", "New job", formData(0, defaultForm(), nil))
+	c.render(w, r, s, nethttp.StatusOK, "jobform", "New job", c.withCalendars(r.Context(), formData(0, defaultForm(), nil)))
 }
 
 // editJobPage is GET /ui/jobs/{id}/edit.
@@ -185,7 +186,7 @@ func (c *Console) editJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *s
 		c.failErr(w, r, s, err)
 		return
 	}
-	c.render(w, r, s, nethttp.StatusOK, "jobform", "Edit "+j.Name, formData(id, formOf(j), nil))
+	c.render(w, r, s, nethttp.StatusOK, "jobform", "Edit "+j.Name, c.withCalendars(r.Context(), formData(id, formOf(j), nil)))
 }
 
 // createJob is POST /ui/jobs.

@@ -30,6 +30,9 @@ type jobForm struct {
 	// for none.
 	Misfire, StartsAt, EndsAt, Exclude, Jitter, Deadline string
 	Enabled                                              bool
+	// Calendars: names separated by spaces or commas; CalendarPolicy
+	// skip or next_business_day.
+	Calendars, CalendarPolicy string
 }
 
 // defaultForm is the form of a new job.
@@ -38,7 +41,7 @@ func defaultForm() jobForm {
 		TimeoutSeconds: strconv.Itoa(chronos.DefaultTimeoutSeconds), MaxRetries: strconv.Itoa(chronos.DefaultMaxRetries),
 		Backoff: string(chronos.BackoffExponential), Overlap: string(chronos.OverlapAllow),
 		BackoffBase: strconv.Itoa(chronos.DefaultBackoffBaseSeconds), BackoffMax: strconv.Itoa(chronos.DefaultBackoffMaxSeconds),
-		Misfire: string(chronos.MisfireOne), Jitter: "0"}
+		Misfire: string(chronos.MisfireOne), Jitter: "0", CalendarPolicy: string(chronos.CalendarSkip)}
 }
 
 // formOf is the edit form of a stored job; secret header values are
@@ -57,6 +60,7 @@ func formOf(j *chronos.Job) jobForm {
 		BackoffMax:    strconv.FormatFloat(j.BackoffMaxSeconds, 'f', -1, 64),
 		SecretHeaders: strings.Join(j.SecretHeaders, " "), Misfire: string(j.Misfire), Jitter: strconv.Itoa(j.JitterSeconds),
 		Exclude: excludeText(j.Exclude)}
+	f.Calendars, f.CalendarPolicy = strings.Join(j.Calendars, " "), string(j.CalendarPolicy)
 	if j.OnDeadURL != nil {
 		f.OnDeadURL = *j.OnDeadURL
 	}
@@ -103,7 +107,8 @@ func parseForm(v url.Values) jobForm {
 		TimeoutSeconds: g("timeout_seconds"), MaxRetries: g("max_retries"), Backoff: g("backoff"), Overlap: g("overlap"),
 		BackoffBase: g("backoff_base_seconds"), BackoffMax: g("backoff_max_seconds"), Enabled: v.Get("enabled") == "true",
 		SecretHeaders: g("secret_headers"), OnDeadURL: g("on_dead_url"), LimitKey: g("limit_key"), Misfire: g("misfire"), StartsAt: g("starts_at"), EndsAt: g("ends_at"),
-		Exclude: v.Get("exclude"), Jitter: g("jitter_seconds"), Deadline: g("starting_deadline_seconds")}
+		Exclude: v.Get("exclude"), Jitter: g("jitter_seconds"), Deadline: g("starting_deadline_seconds"),
+		Calendars: g("calendars"), CalendarPolicy: g("calendar_policy")}
 }
 
 // update turns the form into a JobUpdate that sets every field it shows
@@ -204,9 +209,12 @@ func (f jobForm) policies(u *chronos.JobUpdate, bad map[string]string) {
 	none := chronos.Opt[time.Time]{Set: true, Null: true}
 	u.StartsAt, u.EndsAt = none, none
 	u.Exclude = chronos.Some([]chronos.DateRange{})
+	u.Calendars, u.CalendarPolicy = chronos.Some([]string{}), chronos.Some(chronos.CalendarSkip)
 	if f.Kind == "once" {
 		return
 	}
+	u.Calendars = chronos.Some(strings.FieldsFunc(f.Calendars, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }))
+	u.CalendarPolicy = chronos.Some(chronos.CalendarPolicy(cmpOr(f.CalendarPolicy, string(chronos.CalendarSkip))))
 	loc, err := chronos.LoadTimezone(cmpOr(f.Timezone, "UTC"))
 	if err != nil {
 		return // the schedule's check names the time zone
@@ -317,7 +325,7 @@ func fieldErrors(err error) (shown map[string]string, other map[string]string) {
 		switch k {
 		case "name", "description", "labels", "cron_expr", "run_at", "timezone", "target_url", "headers", "payload",
 			"secret_headers", "on_dead_url", "limit_key", "misfire", "starts_at", "ends_at", "exclude", "jitter_seconds", "starting_deadline_seconds",
-			"timeout_seconds", "max_retries", "backoff", "backoff_base_seconds", "backoff_max_seconds", "overlap":
+			"calendars", "calendar_policy", "timeout_seconds", "max_retries", "backoff", "backoff_base_seconds", "backoff_max_seconds", "overlap":
 			shown[k] = v
 		default:
 			other[k] = v

@@ -115,6 +115,7 @@ var flashes = map[string]string{
 	"created":         "Job created.",
 	"saved":           "Saved.",
 	"deleted":         "Job deleted.",
+	"backfilled":      "Backfilled: the runs are on their way, oldest first.",
 	"redriven":        "Redriven: a new run is on its way.",
 	"secrets-deleted": "The job's own signing secrets stopped signing; the cluster's secret signs its deliveries.",
 }

@@ -61,10 +61,10 @@ func parseRunFilter(v url.Values) (runFilter, error) {
 		}
 	}
 	switch chronos.Trigger(f.Trigger) {
-	case "", chronos.TriggerSchedule, chronos.TriggerManual, chronos.TriggerRedrive:
+	case "", chronos.TriggerSchedule, chronos.TriggerManual, chronos.TriggerRedrive, chronos.TriggerBackfill:
 		f.Query.Trigger = chronos.Trigger(f.Trigger)
 	default:
-		bad["trigger"] = "must be one of schedule, manual, redrive"
+		bad["trigger"] = "must be one of schedule, manual, redrive, backfill"
 	}
 	if f.JobID != "" {
 		id, err := strconv.ParseInt(strings.TrimPrefix(f.JobID, "#"), 10, 64)

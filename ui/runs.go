@@ -10,7 +10,7 @@ import (
 // runsListPath is the run list across jobs: by default the dead letters.
 const runsListPath = Prefix + "runs"
 
-var runTriggers = []chronos.Trigger{chronos.TriggerSchedule, chronos.TriggerManual, chronos.TriggerRedrive}
+var runTriggers = []chronos.Trigger{chronos.TriggerSchedule, chronos.TriggerManual, chronos.TriggerRedrive, chronos.TriggerBackfill}
 
 // runRow is one row of the run list.
 type runRow struct {

@@ -27,6 +27,9 @@ type firePreview struct {
 	// Ended: the schedule has fewer fire times left than were asked for,
 	// so these are its last.
 	Ended bool
+	// Effects say what the job's calendars did to occurrences among
+	// these: skipped, or moved to the next business day.
+	Effects []string
 }
 
 // fireTime is one fire time.
@@ -63,6 +66,16 @@ func previewAt(j *chronos.Job, now time.Time) (*firePreview, error) {
 		p.Times = append(p.Times, fireTime{UTC: t.UTC(), Local: t.In(loc).Format("Mon 2006-01-02 15:04:05 MST")})
 	}
 	p.Ended = len(p.Times) < fireCount
+	for _, e := range pv.Skipped {
+		p.Effects = append(p.Effects, e.At.In(loc).Format("Mon 2006-01-02 15:04 MST")+" skipped: "+e.Date+" is on "+e.Calendar)
+	}
+	for _, e := range pv.Shifted {
+		to := "dropped: no business day found"
+		if e.To != nil {
+			to = "moved to " + e.To.In(loc).Format("Mon 2006-01-02 15:04 MST")
+		}
+		p.Effects = append(p.Effects, e.At.In(loc).Format("Mon 2006-01-02 15:04 MST")+" "+to+": "+e.Date+" is on "+e.Calendar)
+	}
 	return p, nil
 }
 
@@ -107,12 +120,16 @@ func (c *Console) livePreview(ctx context.Context, kind, expr, zone, jobID strin
 		case err == nil:
 			j.StartsAt, j.EndsAt, j.Exclude, j.Misfire = stored.StartsAt, stored.EndsAt, stored.Exclude, stored.Misfire
 			j.StartingDeadlineSeconds, j.JitterSeconds, j.CreatedAt = stored.StartingDeadlineSeconds, stored.JitterSeconds, stored.CreatedAt
+			j.Calendars, j.CalendarPolicy = stored.Calendars, stored.CalendarPolicy
 		case chronos.ErrorCode(err) != chronos.ENOTFOUND:
 			return nil, err
 		}
 	}
 	j.ApplyDefaults()
 	if err := j.Validate(); err != nil {
+		return previewProblem(err)
+	}
+	if err := c.db.ResolveCalendars(ctx, j); err != nil {
 		return previewProblem(err)
 	}
 	now, err := c.db.Now(ctx)

@@ -25,6 +25,11 @@ A file is YAML or JSON: one or more documents, each a list of jobs, a
 mapping {jobs: [...]}, or one job, in the fields of POST /v1/jobs. A
 directory means its *.yaml, *.yml and *.json files; - means stdin.
 
+An item with kind: Calendar is a calendar (name, description, and dates or
+ical, as PUT /v1/calendars/{name}): calendars are created and replaced
+before the jobs that name them; with --prune, the calendars the files do
+not list are deleted after the jobs, if the files list any calendar.
+
 Every job is checked before anything changes: one invalid job refuses the
 whole apply, naming the file, the job and the field. A field the file
 leaves out is set to its default, except enabled, which apply changes only
@@ -32,6 +37,11 @@ when the file sets it (a job paused by hand stays paused). Secret header
 values are write-only: a change to one alone is not seen. A second apply of
 the same files reports no changes and writes nothing. New jobs are created
 in batches of up to 1,000 (POST /v1/jobs/batch), each all or nothing.
+
+Backup and restore: the output of 'chronos jobs list --all -o yaml' is a
+manifest (the fields only the server sets, such as id and next_run_at, are
+ignored). Secret header values show there as [redacted]; apply refuses a
+file holding that placeholder, so write the real values in before restoring.
 
 --prune deletes the jobs with the labels of --selector that the files no
 longer list; it needs --selector. A prune from an empty set (no job of the
@@ -59,12 +69,15 @@ jobs: []) would delete every selected job, so it is refused unless
 				return err
 			}
 			start := time.Now()
-			specs, err := client.LoadManifest(files, cmd.InOrStdin())
+			m, err := client.LoadManifestAll(files, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			p, err := c.MakePlan(cmd.Context(), specs, client.PlanOptions{Prune: prune, Selector: sel, AllowEmpty: allowEmpty})
+			p, err := c.MakePlan(cmd.Context(), m.Jobs, client.PlanOptions{Prune: prune, Selector: sel, AllowEmpty: allowEmpty})
 			if err != nil {
+				return err
+			}
+			if p.Calendars, p.CalendarsUnchanged, err = c.PlanCalendars(cmd.Context(), m.Calendars, prune); err != nil {
 				return err
 			}
 			if api.out.format != "table" {
@@ -86,6 +99,9 @@ jobs: []) would delete every selected job, so it is refused unless
 				return nil
 			}
 			res, err := c.Apply(cmd.Context(), p, parallel)
+			if len(p.Calendars) > 0 {
+				fmt.Fprintf(out, "%d calendar change(s) made\n", res.Calendars)
+			}
 			fmt.Fprintf(out, "%d created, %d updated, %d deleted, %d unchanged in %s\n",
 				res.Created, res.Updated, res.Deleted, res.Unchanged, time.Since(start).Round(time.Millisecond))
 			return err

@@ -64,6 +64,10 @@ Scenarios:
               same instances: no limit, each job's own key limited to 10 in
               flight, no limit again; the limited runs/s over the unlimited
               mean (goal >= 90%), every run once, no key ever over its limit
+  hosts       --host-jobs jobs over ten local hosts (ports), each triggered once
+              per phase: the nine good hosts' trigger -> delivery p50/p99 with
+              the tenth healthy, answering 429 Retry-After: 5, and hanging;
+              the ratios to the healthy phase (goal: at most 1.10)
   all         every scenario in this order
 
 --quick makes every scenario small (all of them finish in well under 3 minutes
@@ -146,6 +150,7 @@ func benchFlags(fs *flagSet, c *bench.Config) {
 	fs.DurationVar(&c.SustainedDuration, "sustained-duration", 0, sizeHelp("sustained: how long to offer them", full.SustainedDuration, quick.SustainedDuration))
 	fs.DurationVar(&c.Retention, "retention", 0, sizeHelp("sustained: RUN_RETENTION of the instances", full.Retention, quick.Retention))
 	fs.IntVar(&c.LimitRuns, "limit-runs", 0, sizeHelp("limits: runs due at once per burst", full.LimitRuns, quick.LimitRuns))
+	fs.IntVar(&c.HostJobs, "host-jobs", 0, sizeHelp("hosts: jobs over ten local hosts", full.HostJobs, quick.HostJobs))
 }
 
 func runBench(ctx context.Context, args []string, env *environ) error {

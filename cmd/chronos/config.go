@@ -53,6 +53,8 @@ type serveConfig struct {
 	InstanceID             string
 	MigrateOnStart         bool
 	ClockSkew              time.Duration // CHRONOS_CLOCK_SKEW, testing only
+	HostBreakerFailures    int           // 0 or negative: the breaker is off (reactor: -1)
+	HostBreakerCooldown    time.Duration
 }
 
 // clockSkewVar shifts the instance's own clock, for tests of skewed
@@ -239,6 +241,17 @@ var serveVars = []envVar{
 			c.DeadLetterWebhook = v
 			return nil
 		}},
+	{"HOST_BREAKER_FAILURES", "10", "consecutive connection failures or 5xx answers from one host (scheme://host:port) that open its circuit breaker, cluster-wide; 0 or negative turns the breaker off",
+		func(c *serveConfig, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return badValue("must be an integer (0 or negative: off)")
+			}
+			c.HostBreakerFailures = n
+			return nil
+		}},
+	{"HOST_BREAKER_COOLDOWN", "30s", "how long an open host breaker holds the host's runs before one probe goes",
+		durationVar(func(c *serveConfig) *time.Duration { return &c.HostBreakerCooldown })},
 	{"LOG_LEVEL", "info", "debug, info, warn or error",
 		func(c *serveConfig, v string) error {
 			if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil || !knownLevel(v) {

@@ -38,6 +38,8 @@ func TestLoadServeConfigDefaults(t *testing.T) {
 		RateLimit:              1000,
 		RateLimitBurst:         2000,
 		MaxTapStreams:          16,
+		HostBreakerFailures:    10,
+		HostBreakerCooldown:    30 * time.Second,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *c, want)
@@ -83,6 +85,8 @@ func TestLoadServeConfigValues(t *testing.T) {
 		"LOG_FORMAT":               "Text",
 		"INSTANCE_ID":              "chronos-1",
 		"MIGRATE_ON_START":         "0",
+		"HOST_BREAKER_FAILURES":    "0",
+		"HOST_BREAKER_COOLDOWN":    "5s",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +118,8 @@ func TestLoadServeConfigValues(t *testing.T) {
 		LogFormat:              "text",
 		InstanceID:             "chronos-1",
 		MigrateOnStart:         false,
+		HostBreakerFailures:    0,
+		HostBreakerCooldown:    5 * time.Second,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("\n got %+v\nwant %+v", *c, want)

@@ -23,6 +23,7 @@ func newJobsCmd(env *environ) *cobra.Command {
 	cmd.AddCommand(jobsList(a), jobsGet(a), jobsCreate(a), jobsUpdate(a),
 		jobsEnable(a, "pause", false), jobsEnable(a, "resume", true),
 		jobsTrigger(a), jobsDelete(a), jobsHistory(a), jobsSchedule(a))
+	cmd.AddCommand(jobsBackfill(a))
 	return cmd
 }
 

@@ -55,8 +55,8 @@ func newRoot(ctx context.Context, env *environ) *cobra.Command {
 		})
 		root.AddCommand(sub)
 	}
-	root.AddCommand(newJobsCmd(env), newRunsCmd(env), newApplyCmd(env))
-	root.AddCommand(newLimitsCmd(env))
+	root.AddCommand(newJobsCmd(env), newRunsCmd(env), newApplyCmd(env), newHostsCmd(env))
+	root.AddCommand(newLimitsCmd(env), newCalendarsCmd(env))
 	return root
 }
 

@@ -29,11 +29,11 @@ func (r *runFilterFlags) add(cmd *cobra.Command, statusHelp string) {
 	fl := cmd.Flags()
 	fl.StringVar(&r.job, "job", "", "only runs of this job (id or name)")
 	fl.StringVar(&r.status, "status", "", statusHelp)
-	fl.StringVar(&r.trigger, "trigger", "", "only runs with this trigger: schedule, manual or redrive")
+	fl.StringVar(&r.trigger, "trigger", "", "only runs with this trigger: schedule, manual, redrive or backfill")
 	fl.StringVar(&r.since, "since", "", "only runs scheduled at or after this: RFC 3339, or a duration ago (24h)")
 	fl.StringVar(&r.until, "until", "", "only runs scheduled before this: RFC 3339, or a duration ago")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"pending", "leased", "running", "succeeded", "dead"}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("trigger", cobra.FixedCompletions([]string{"schedule", "manual", "redrive"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("trigger", cobra.FixedCompletions([]string{"schedule", "manual", "redrive", "backfill"}, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // filter builds the client's filter, resolving a job name.

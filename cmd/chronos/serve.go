@@ -146,6 +146,7 @@ func serve(ctx context.Context, cfg *serveConfig, httpCfg chttp.Config, log *slo
 		AllowedTargetNetworks: cfg.AllowedTargetNetworks,
 		ClockSkew:             cfg.ClockSkew,
 		Alerts:                reactor.AlertConfig{Webhook: cfg.DeadLetterWebhook},
+		Hosts:                 reactor.HostConfig{BreakerFailures: breakerFailures(cfg.HostBreakerFailures), BreakerCooldown: cfg.HostBreakerCooldown},
 	}, rdb, b, log)
 	api := chttp.NewServer(httpCfg, db, b, probe{lst, r}, log)
 	console := ui.New(ui.Config{Instance: cfg.InstanceID, APIKeys: httpCfg.APIKeys, AuthDisabled: httpCfg.AuthDisabled,
@@ -411,7 +412,8 @@ func orNegative(v float64) float64 {
 }
 
 // serveUntil serves hs on ln (TLS with hs.TLSConfig when useTLS) until
-// ctx ends, then shuts it down within timeout.
+// ctx ends, then shuts it down within timeout, closing the connections
+// of requests that outlast it.
 func serveUntil(ctx context.Context, hs *nethttp.Server, ln net.Listener, useTLS bool, timeout time.Duration) error {
 	serveErr := make(chan error, 1)
 	go func() {
@@ -429,6 +431,17 @@ func serveUntil(ctx context.Context, hs *nethttp.Server, ln net.Listener, useTLS
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer scancel()
 	err := hs.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Requests still in flight after the grace (a client sending
+		// slowly, a probe behind a slow database): cut them, as the
+		// reactor cancels the deliveries still in flight. A stop that was
+		// asked for is no failure: SIGTERM still exits 0.
+		if hs.ErrorLog != nil {
+			hs.ErrorLog.Printf("shutdown: requests still in flight after SHUTDOWN_TIMEOUT (%s) were cut off", timeout)
+		}
+		_ = hs.Close() // its only error: the listener, closed already by Shutdown
+		err = nil
+	}
 	if serr := <-serveErr; !errors.Is(serr, nethttp.ErrServerClosed) && err == nil {
 		err = serr
 	}

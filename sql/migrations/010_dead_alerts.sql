@@ -1,3 +1,4 @@
+---- tern: disable-tx ----
 -- Dead-run alerts: a job's on_dead_url, and an outbox of alerts to send.
 --
 -- When a run goes dead, a trigger on job_runs writes its alerts into
@@ -6,11 +7,35 @@
 -- is as durable as the death it reports. Any instance then claims and
 -- sends them (sql/alerts.go, reactor/alerter.go).
 
-ALTER TABLE jobs
-    ADD COLUMN on_dead_url text,
-    ADD CONSTRAINT jobs_on_dead_url_check CHECK (length(on_dead_url) BETWEEN 1 AND 2048);
+--
+-- Online (issue 23): outside a transaction, one short step at a time. In
+-- one transaction it held jobs (ACCESS EXCLUSIVE, the column) while it
+-- waited for job_runs (the trigger), and a run inserted meanwhile held
+-- job_runs while its foreign-key check waited for jobs: a deadlock, or a
+-- lock_timeout, with every write of runs queued behind. Every step may
+-- run again (a retry starts over); "does not exist, skipping" notices of
+-- the IF EXISTS steps are kept out of the log.
+SET client_min_messages = warning;
+-- Steps that take only SHARE UPDATE EXCLUSIVE (CONCURRENTLY, VALIDATE)
+-- may wait long (a concurrent build waits for every older transaction)
+-- without holding up a write: they wait up to 5 minutes, not the runner's
+-- 1 s lock_timeout, so a long query elsewhere does not fail them; every
+-- step that blocks writes keeps the 1 s.
+
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS on_dead_url text;
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = 'jobs'::regclass AND conname = 'jobs_on_dead_url_check') THEN
+        ALTER TABLE jobs ADD CONSTRAINT jobs_on_dead_url_check CHECK (length(on_dead_url) BETWEEN 1 AND 2048) NOT VALID;
+    END IF;
+END
+$$;
+SET lock_timeout = '5min';
+ALTER TABLE jobs VALIDATE CONSTRAINT jobs_on_dead_url_check;
+RESET lock_timeout;
 
 -- A user-visible change of the job (see 004 for why a trigger of its own).
+DROP TRIGGER IF EXISTS jobs_notify_on_dead_url ON jobs;
 CREATE TRIGGER jobs_notify_on_dead_url AFTER UPDATE OF on_dead_url
     ON jobs FOR EACH ROW EXECUTE FUNCTION chronos_notify_jobs();
 
@@ -24,7 +49,7 @@ CREATE TRIGGER jobs_notify_on_dead_url AFTER UPDATE OF on_dead_url
 -- end of the lease while an instance sends it, the next retry after a
 -- failed attempt. attempts counts claims, so an attempt of an instance
 -- that died counts too. Sent (or given up) rows are deleted.
-CREATE TABLE dead_alerts (
+CREATE TABLE IF NOT EXISTS dead_alerts (
     id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     run_id           bigint NOT NULL,
     job_id           bigint NOT NULL,
@@ -39,10 +64,10 @@ CREATE TABLE dead_alerts (
 );
 -- Claims, per kind: an instance without DEAD_LETTER_WEBHOOK never reads
 -- the cluster's rows, however many wait for one that has it.
-CREATE INDEX dead_alerts_job_idx ON dead_alerts (available_at, id) WHERE url IS NOT NULL;
-CREATE INDEX dead_alerts_cluster_idx ON dead_alerts (available_at, id) WHERE url IS NULL;
+CREATE INDEX IF NOT EXISTS dead_alerts_job_idx ON dead_alerts (available_at, id) WHERE url IS NOT NULL;
+CREATE INDEX IF NOT EXISTS dead_alerts_cluster_idx ON dead_alerts (available_at, id) WHERE url IS NULL;
 -- Expiry of alerts nobody could send.
-CREATE INDEX dead_alerts_created_idx ON dead_alerts (created_at);
+CREATE INDEX IF NOT EXISTS dead_alerts_created_idx ON dead_alerts (created_at);
 
 -- The instances that send the cluster's alerts (those with
 -- DEAD_LETTER_WEBHOOK), each refreshing its row every minute while it
@@ -50,7 +75,7 @@ CREATE INDEX dead_alerts_created_idx ON dead_alerts (created_at);
 -- has been seen in the last five minutes: a cluster without the setting
 -- stores no cluster alerts, and setting it later does not bring a flood
 -- of old ones; a restart or a short outage of those instances loses none.
-CREATE TABLE dead_alert_senders (
+CREATE TABLE IF NOT EXISTS dead_alert_senders (
     instance text PRIMARY KEY,
     seen_at  timestamptz NOT NULL DEFAULT now()
 );
@@ -58,7 +83,7 @@ CREATE TABLE dead_alert_senders (
 -- The alerts of one run that just went dead: one for the cluster's
 -- webhook while an instance sends those, and one for the job's
 -- on_dead_url when it has one.
-CREATE FUNCTION chronos_dead_alert() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE OR REPLACE FUNCTION chronos_dead_alert() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     j record;
     event jsonb;
@@ -86,6 +111,7 @@ $$;
 -- claims, completions and retries of every other run pay nothing for it.
 -- A dead run is never updated to dead again (redrive makes a new run), so
 -- each death alerts once.
+DROP TRIGGER IF EXISTS job_runs_dead_alert ON job_runs;
 CREATE TRIGGER job_runs_dead_alert AFTER UPDATE OF status ON job_runs
     FOR EACH ROW WHEN (NEW.status = 'dead' AND OLD.status IS DISTINCT FROM 'dead')
     EXECUTE FUNCTION chronos_dead_alert();

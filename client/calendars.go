@@ -1,0 +1,54 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/chronoshq/chronos"
+)
+
+// CalendarSpec is the body of PUT /v1/calendars/{name}: Dates or ICal,
+// exactly one.
+type CalendarSpec struct {
+	Description string    `json:"description,omitempty"`
+	Dates       *[]string `json:"dates,omitempty"`
+	ICal        *string   `json:"ical,omitempty"`
+}
+
+func calendarPath(name string) string { return "/v1/calendars/" + url.PathEscape(name) }
+
+// ListCalendars returns every calendar, by name.
+func (c *Client) ListCalendars(ctx context.Context) ([]*chronos.Calendar, error) {
+	var out struct {
+		Calendars []*chronos.Calendar `json:"calendars"`
+	}
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/calendars"}, &out); err != nil {
+		return nil, err
+	}
+	return out.Calendars, nil
+}
+
+// GetCalendar returns one calendar.
+func (c *Client) GetCalendar(ctx context.Context, name string) (*chronos.Calendar, error) {
+	var cal chronos.Calendar
+	if err := c.do(ctx, request{method: http.MethodGet, path: calendarPath(name)}, &cal); err != nil {
+		return nil, err
+	}
+	return &cal, nil
+}
+
+// PutCalendar creates or replaces a calendar. Replacing the dates of one
+// that jobs name re-plans their runs created ahead.
+func (c *Client) PutCalendar(ctx context.Context, name string, spec CalendarSpec) (*chronos.Calendar, error) {
+	var cal chronos.Calendar
+	if err := c.do(ctx, request{method: http.MethodPut, path: calendarPath(name), body: spec}, &cal); err != nil {
+		return nil, err
+	}
+	return &cal, nil
+}
+
+// DeleteCalendar deletes a calendar; a conflict (409) while a job names it.
+func (c *Client) DeleteCalendar(ctx context.Context, name string) error {
+	return c.do(ctx, request{method: http.MethodDelete, path: calendarPath(name)}, nil)
+}

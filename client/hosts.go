@@ -1,0 +1,35 @@
+package client
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/chronoshq/chronos"
+)
+
+// ListHosts returns every origin that ever deferred runs or failed, with
+// its back-pressure and circuit-breaker state (GET /v1/hosts).
+func (c *Client) ListHosts(ctx context.Context) ([]chronos.Host, error) {
+	var out struct {
+		Hosts []chronos.Host `json:"hosts"`
+	}
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/hosts"}, &out); err != nil {
+		return nil, err
+	}
+	return out.Hosts, nil
+}
+
+// GetHost returns one origin's state (GET /v1/hosts/{origin}); origin may
+// be any URL on the host. A host never in trouble is ENOTFOUND.
+func (c *Client) GetHost(ctx context.Context, origin string) (*chronos.Host, error) {
+	var h chronos.Host
+	// Normalised here, so no path or query of the URL rides along; the
+	// server takes the rest of the path as the origin, slashes and all.
+	if o := chronos.Origin(origin); o != "" {
+		origin = o
+	}
+	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/hosts/" + origin}, &h); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}

@@ -1,0 +1,75 @@
+package faults
+
+import (
+	"testing"
+	"time"
+)
+
+// TestModelCheckStalledLeaderIsAGap: the model's schedule check on made-up
+// data. An instance holds the leadership lock throughout while a
+// per-second job's occurrences are folded into a catch-up: when the job
+// was left behind meanwhile (the lock holder created no run: stalled), it
+// is a gap, the misfire policy's business, counted as a stall; when the
+// job was kept ahead all along, it is "folded-while-leading". Before, the
+// lock alone decided, and a leader stalled 7-10 s on a loaded machine
+// (or frozen by the model's stall) failed the run with folds and misses
+// the docs call a gap.
+func TestModelCheckStalledLeaderIsAGap(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+
+	run := func(behind bool) *seqRun {
+		st := jobState{ID: 1, Enabled: true, Cron: "* * * * * *", TZ: "UTC", Overlap: "allow", Misfire: "one", Created: at(0)}
+		j := &mjob{key: "j1", id: 1, versions: []version{{sent: at(0), recv: at(50), st: st}}, manual: map[int64]string{}}
+		s := &seqRun{t: t, byID: map[int64]*mjob{1: j}, jobs: []*mjob{j}, endAt: at(12_000), gatedSeen: map[string]int{},
+			behind: &behindSampler{}}
+		d := &checkData{byID: map[int64]*mrun{}, byJob: map[int64][]*mrun{}, delRun: map[int64][]mdelivery{}}
+		// Runs for 1..3 s, then a catch-up for 9 s created at 9.2 s, then
+		// 10 and 11 s on time: 4..8 s folded.
+		add := func(id int64, sched, created int, catchUp bool) {
+			r := &mrun{ID: id, Job: 1, Sched: at(sched), Trigger: "schedule", CatchUp: catchUp, Status: "succeeded",
+				Attempts: 1, Created: at(created), FireAt: at(sched)}
+			f := at(sched + 100)
+			r.Finished = &f
+			d.runs = append(d.runs, r)
+			d.byID[id] = r
+			d.byJob[1] = append(d.byJob[1], r)
+		}
+		for i, sec := range []int{1, 2, 3} {
+			add(int64(i+1), sec*1000, sec*1000-1500, false)
+		}
+		add(4, 9000, 9200, true)
+		add(5, 10_000, 8500+900, false)
+		add(6, 11_000, 9500, false)
+		// Instance a holds the lock at every sample.
+		for ms := 0; ms <= 12_000; ms += 50 {
+			d.samples = append(d.samples, leaderSample{at: at(ms), name: "a"})
+			x := behindSample{at: at(ms)}
+			if behind && ms >= 5000 && ms < 9200 {
+				x.jobs = []int64{1}
+			}
+			s.behind.samples = append(s.behind.samples, x)
+		}
+		s.checkSchedule(d, j)
+		return s
+	}
+
+	s := run(true)
+	if len(s.vs) != 0 {
+		t.Errorf("a job left behind under a stalled lock holder: violations %v, want none (a gap)", s.vs)
+	}
+	if s.stalls == 0 {
+		t.Error("the folds under a stalled lock holder were not counted as stalls")
+	}
+	s = run(false)
+	folded := 0
+	for _, v := range s.vs {
+		if v.kind == "folded-while-leading" {
+			folded++
+		}
+	}
+	if folded == 0 {
+		t.Errorf("a job kept ahead and folded under a working leader: violations %v, want folded-while-leading", s.vs)
+	}
+}
