@@ -82,8 +82,9 @@ func TestTwoReactorsShareAConcurrencyLimit(t *testing.T) {
 
 // TestTwoReactorsShareARateLimit: 80 runs under a rate of 20 per second,
 // claimed by two instances: in any stretch of arrivals at the target, at
-// most the bucket (20) plus 20 per second elapsed, plus one for the
-// clocks' rounding; and all of them arrive.
+// most the bucket (20) plus 20 per second elapsed (and a quarter second
+// of delivery jitter), plus one for the clocks' rounding; and all of them
+// arrive.
 func TestTwoReactorsShareARateLimit(t *testing.T) {
 	t.Parallel()
 	rate, per := 20, 1
@@ -108,7 +109,10 @@ func TestTwoReactorsShareARateLimit(t *testing.T) {
 	arr := tg.Arrivals()
 	for i := range arr {
 		for k := i; k < len(arr); k++ {
-			allowed := 20 + int(20*arr[k].Sub(arr[i]).Seconds()) + 1
+			// A lease takes its token; the request reaches the target a
+			// worker's moment later, so arrivals may bunch by as much as
+			// deliveries jitter: a quarter second of tokens for that.
+			allowed := 20 + int(20*(arr[k].Sub(arr[i]).Seconds()+0.25)) + 1
 			if n := k - i + 1; n > allowed {
 				t.Fatalf("%d requests arrived within %s, want at most %d", n, arr[k].Sub(arr[i]), allowed)
 			}

@@ -77,7 +77,9 @@ CREATE TABLE limits (
     updated_at      timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT limits_rate_per_check CHECK ((rate IS NULL) = (per_seconds IS NULL)),
     CONSTRAINT limits_some_check CHECK (max_concurrency IS NOT NULL OR rate IS NOT NULL)
-);
+) WITH (fillfactor = 10); -- a few rows a page: claims and completions that update
+                          -- different keys seldom share a page, and each row has
+                          -- room for its next version on its page (HOT)
 
 ALTER TABLE jobs ADD COLUMN limit_key text
     CONSTRAINT jobs_limit_key_fkey REFERENCES limits (key) ON DELETE RESTRICT;
