@@ -43,7 +43,7 @@ var FullSizes = Sizes{
 	BurstJobs: 20_000, HerdJobs: 100_000, Clients: 16, CreateJobs: 20_000,
 	SustainedRate: 3_000, SustainedDuration: 20 * time.Minute, Retention: 2 * time.Minute,
 	LimitRuns: 10_000,
-	HostJobs: 1_000,
+	HostJobs:  1_000,
 }
 
 // QuickSizes are the sizes a zero Sizes field stands for with --quick:
@@ -55,7 +55,7 @@ var QuickSizes = Sizes{
 	BurstJobs: 2_000, HerdJobs: 10_000, Clients: 16, CreateJobs: 2_000,
 	SustainedRate: 500, SustainedDuration: 30 * time.Second, Retention: 2 * time.Minute,
 	LimitRuns: 2_000,
-	HostJobs: 300,
+	HostJobs:  300,
 }
 
 // Config is what `chronos bench` was asked to do: its flags, plus what
