@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,6 +59,10 @@ type cluster struct {
 	target *target
 	client *http.Client
 	insts  []*instance
+	// instsMu guards insts where an instance is added while other
+	// goroutines pick live ones (the rolling upgrade adds the new release
+	// under load); the setup's own loops run before any such goroutine.
+	instsMu sync.Mutex
 
 	leaders *leaderLog
 	faults  *faultLog
@@ -190,8 +195,11 @@ func (c *cluster) waitLeader(t testing.TB, within time.Duration) string {
 
 // live returns the running instances, in a random order.
 func (c *cluster) live() []*instance {
+	c.instsMu.Lock()
+	insts := slices.Clone(c.insts)
+	c.instsMu.Unlock()
 	var out []*instance
-	for _, in := range c.insts {
+	for _, in := range insts {
 		if in.address() != "" {
 			out = append(out, in)
 		}

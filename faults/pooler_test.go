@@ -35,7 +35,9 @@ func newClusterWith(t testing.TB, cfg clusterConfig, dsn string, env func(id str
 func (c *cluster) addInstance(t testing.TB, id string, env []string) *instance {
 	t.Helper()
 	in := &instance{id: id, c: c, env: append(instanceEnv(c.dsn, id, c.cfg), env...)}
+	c.instsMu.Lock()
 	c.insts = append(c.insts, in)
+	c.instsMu.Unlock()
 	in.start(t)
 	return in
 }

@@ -430,7 +430,9 @@ func newBareCluster(t testing.TB, cfg clusterConfig, dsn string) *cluster {
 func (c *cluster) addInstanceBin(t testing.TB, id, bin string, env []string) *instance {
 	t.Helper()
 	in := &instance{id: id, c: c, bin: bin, env: append(instanceEnv(c.dsn, id, c.cfg), env...)}
+	c.instsMu.Lock()
 	c.insts = append(c.insts, in)
+	c.instsMu.Unlock()
 	in.start(t)
 	return in
 }
