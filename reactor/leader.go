@@ -179,6 +179,9 @@ func (l *Leader) session(ctx context.Context, conn *sql.LeaderConn, wake *bus.Wa
 		} else {
 			ok, err = l.tryLock(conn)
 		}
+		if e := conn.Evicted(); e != "" {
+			l.log.Warn("ended the leadership session of a binary too old to know the schema's minimum: upgrade it", "holder", e)
+		}
 		if err != nil {
 			// The outcome is unknown: the lock may have been taken. Closing
 			// the connection releases it either way.

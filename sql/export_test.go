@@ -52,3 +52,7 @@ const FenceForTest = fence
 func PartitionTxForTest(ctx context.Context, db *DB, f func(pgx.Tx) error) error {
 	return db.partitionTx(ctx, "test upkeep", f)
 }
+
+// LeaderKeyForTest is the leadership lock's key, for tests that hold it
+// as a binary from before the schema's minimum would.
+const LeaderKeyForTest = leaderKey

@@ -22,8 +22,10 @@ const (
 // LeaderConn is the dedicated connection (not pooled) on which an instance
 // holds the leadership advisory lock: the lock lives and dies with it.
 type LeaderConn struct {
-	Conn   *pgx.Conn
-	tooOld error // set by mayLead
+	Conn    *pgx.Conn
+	tooOld  error  // set by mayLead
+	compat  Compat // the schema's minimum as mayLead read it
+	evicted string // set by evictOutdatedLeader
 }
 
 // ConnectLeader opens the dedicated leadership connection, with
@@ -39,6 +41,9 @@ func ConnectLeader(ctx context.Context, dsn, instance string) (*LeaderConn, erro
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect leader: %w", err)
+	}
+	if err := holdLeaderMarker(ctx, conn); err != nil {
+		return nil, errors.Join(fmt.Errorf("connect leader: %w", err), conn.Close(ctx))
 	}
 	return &LeaderConn{Conn: conn}, nil
 }
@@ -73,6 +78,11 @@ func (c *LeaderConn) TryLock(ctx context.Context) (bool, error) {
 	if pid != c.Conn.PgConn().PID() {
 		return false, ErrPooledLeaderConn
 	}
+	if !ok {
+		// The holder may be a binary too old to step down by itself: end
+		// its session, and the follower's wait (WaitLock) takes the lock.
+		return false, c.evictOutdatedLeader(ctx, c.compat)
+	}
 	return ok, nil
 }
 
@@ -87,6 +97,7 @@ func (c *LeaderConn) mayLead(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("leader: %w", err)
 	}
+	c.compat = compat
 	c.tooOld = compat.Check(SchemaLevel())
 	return c.tooOld == nil, nil
 }

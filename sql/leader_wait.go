@@ -35,6 +35,11 @@ func (c *LeaderConn) WaitLock(ctx context.Context, timeout time.Duration) (bool,
 			return false, nil
 		}
 	}
+	// Queue behind an outdated leader only after ending its session: it
+	// would otherwise lead on, blind to the schema's rules.
+	if err := c.evictOutdatedLeader(ctx, c.compat); err != nil {
+		return false, err
+	}
 	ms := timeout.Milliseconds()
 	if ms < 1 {
 		ms = 1

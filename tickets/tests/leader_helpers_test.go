@@ -120,7 +120,7 @@ func ldrKillLeaderConn(t *testing.T, db *sql.DB, instance string) time.Time {
 	err := db.Pool.QueryRow(ctx, `
 		SELECT count(pg_terminate_backend(a.pid, 5000))
 		  FROM pg_stat_activity a
-		  JOIN pg_locks l ON l.pid = a.pid AND l.locktype = 'advisory' AND l.granted
+		  JOIN pg_locks l ON l.pid = a.pid AND l.locktype = 'advisory' AND l.granted AND l.mode = 'ExclusiveLock'
 		 WHERE a.application_name = $1`, instance).Scan(&n)
 	if err != nil {
 		t.Fatalf("terminate %s's leader connection: %v", instance, err)
