@@ -19,17 +19,8 @@ func (s *Server) backfill(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	body, err := s.readBody(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if len(trimSpace(body)) == 0 {
-		s.fail(c, invalid("body", `a JSON object with "from" and "to" is required`))
-		return
-	}
 	var r chronos.BackfillRequest
-	if _, err := decodeObject(body, &r); err != nil {
+	if err := s.requiredBody(c, &r, `a JSON object with "from" and "to" is required`); err != nil {
 		s.fail(c, err)
 		return
 	}

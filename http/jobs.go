@@ -153,16 +153,9 @@ func (s *Server) updateJob(c *gin.Context) {
 
 // deleteJob is DELETE /v1/jobs/{id}.
 func (s *Server) deleteJob(c *gin.Context) {
-	id, err := s.idAndNoQuery(c)
-	if err != nil {
-		s.fail(c, err)
-		return
+	if _, ok := byID(s, c, deleted(s.db.DeleteJob)); ok {
+		c.Status(nethttp.StatusNoContent)
 	}
-	if err := s.db.DeleteJob(c.Request.Context(), id); err != nil {
-		s.fail(c, err)
-		return
-	}
-	c.Status(nethttp.StatusNoContent)
 }
 
 // anySet reports whether any field of a JobUpdate is Set. Reflection keeps

@@ -69,19 +69,25 @@ func (s *Server) optionalBody(c *gin.Context, dst any) (int, error) {
 	return decodeObject(body, dst)
 }
 
-// byID is the preamble of a route that reads one thing by :id and takes
-// no query: the thing get finds, or false once the error is answered.
-func byID[T any](s *Server, c *gin.Context, get func(context.Context, int64) (T, error)) (T, bool) {
+// lookup is the body of a route that reads its key with in (path, then
+// query) and hands it to get, the one call to the data layer: what get
+// returns, or false once the error is answered.
+func lookup[K, T any](s *Server, c *gin.Context, in func(*gin.Context) (K, error), get func(context.Context, K) (T, error)) (T, bool) {
 	var v T
-	id, err := s.idAndNoQuery(c)
+	k, err := in(c)
 	if err == nil {
-		v, err = get(c.Request.Context(), id)
+		v, err = get(c.Request.Context(), k)
 	}
 	if err != nil {
 		s.fail(c, err)
 		return v, false
 	}
 	return v, true
+}
+
+// byID is lookup of one thing by :id, for a route that takes no query.
+func byID[T any](s *Server, c *gin.Context, get func(context.Context, int64) (T, error)) (T, bool) {
+	return lookup(s, c, s.idAndNoQuery, get)
 }
 
 // runAction is POST on a run-creating action of :id (a trigger, a
