@@ -14,13 +14,9 @@ import (
 // with dry_run, the occurrences only (200). Idempotency-Key is honoured
 // (stored with the runs).
 func (s *Server) backfill(c *gin.Context) {
-	id, err := s.idAndNoQuery(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
 	var r chronos.BackfillRequest
-	if err := s.requiredBody(c, &r, `a JSON object with "from" and "to" is required`); err != nil {
+	id, err := withBody(s, c, s.idAndNoQuery, &r, `a JSON object with "from" and "to" is required`)
+	if err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -1,8 +1,6 @@
 package http
 
 import (
-	nethttp "net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/chronoshq/chronos"
@@ -35,32 +33,21 @@ func calendarName(c *gin.Context) (string, error) {
 // Replacing the dates of a calendar in use re-plans its jobs' runs
 // created ahead (sql.DB.PutCalendar).
 func (s *Server) putCalendar(c *gin.Context) {
-	name, err := calendarName(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
 	var r calendarRequest
-	if err := s.requiredBody(c, &r, `a JSON object with "dates" or "ical" is required`); err != nil {
-		s.fail(c, err)
-		return
+	name, err := withBody(s, c, calendarName, &r, `a JSON object with "dates" or "ical" is required`)
+	var cal *chronos.Calendar
+	if err == nil {
+		cal, err = calendarOf(name, r)
 	}
-	cal, err := calendarOf(name, r)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	created, err := s.db.PutCalendar(c.Request.Context(), cal)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	status := nethttp.StatusOK
-	if created {
-		status = nethttp.StatusCreated
-		c.Header("Location", "/v1/calendars/"+name)
-	}
-	s.reply(c, status, cal)
+	upsert(s, c, cal, s.db.PutCalendar, func(created bool) {
+		if created {
+			c.Header("Location", "/v1/calendars/"+name)
+		}
+	})
 }
 
 // calendarOf builds the calendar a PUT describes; iCalendar text is

@@ -1,8 +1,6 @@
 package http
 
 import (
-	nethttp "net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/chronoshq/chronos"
@@ -39,28 +37,16 @@ func limitKey(c *gin.Context) (string, error) {
 
 // putLimit is PUT /v1/limits/{key}: create (201) or replace (200).
 func (s *Server) putLimit(c *gin.Context) {
-	key, err := limitKey(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
 	var in limitInput
-	if err := s.requiredBody(c, &in, `a JSON object such as {"max_concurrency": 5} is required`); err != nil {
+	key, err := withBody(s, c, limitKey, &in, `a JSON object such as {"max_concurrency": 5} is required`)
+	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	l := &chronos.Limit{Key: key, MaxConcurrency: in.MaxConcurrency, Rate: in.Rate, PerSeconds: in.PerSeconds}
-	created, err := s.db.PutLimit(c.Request.Context(), l)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.bus.Publish(chronos.Event{Type: chronos.EventLimitChanged, Instance: s.cfg.Instance, Op: "put", Key: key})
-	status := nethttp.StatusOK
-	if created {
-		status = nethttp.StatusCreated
-	}
-	s.reply(c, status, l)
+	upsert(s, c, l, s.db.PutLimit, func(bool) {
+		s.bus.Publish(chronos.Event{Type: chronos.EventLimitChanged, Instance: s.cfg.Instance, Op: "put", Key: key})
+	})
 }
 
 // limitDeleted tells the instances a limit is gone (DELETE

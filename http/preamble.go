@@ -59,6 +59,26 @@ func (s *Server) requiredBody(c *gin.Context, dst any, what string) error {
 	return err
 }
 
+// noQueryBody is the preamble of a route with no path parameters that
+// takes no query and requires a body: requiredBody after parseQuery.
+func (s *Server) noQueryBody(c *gin.Context, dst any, what string) error {
+	_, err := parseQuery(c)
+	if err == nil {
+		err = s.requiredBody(c, dst, what)
+	}
+	return err
+}
+
+// withBody is in, the preamble of a route's path and query, then
+// requiredBody: what in read, and the body decoded into dst.
+func withBody[K any](s *Server, c *gin.Context, in func(*gin.Context) (K, error), dst any, what string) (K, error) {
+	k, err := in(c)
+	if err == nil {
+		err = s.requiredBody(c, dst, what)
+	}
+	return k, err
+}
+
 // optionalBody decodes the request's body, if any, into dst and returns
 // how many fields it set (0 for an empty body).
 func (s *Server) optionalBody(c *gin.Context, dst any) (int, error) {
@@ -113,6 +133,17 @@ func (s *Server) runAction(c *gin.Context, create func(ctx context.Context, id i
 		return
 	}
 	writeAnswer(c, a)
+}
+
+// page reads a page of a list: list's error, when the cursor was the
+// trouble, is a 400 naming the cursor (cursorError); false once the error
+// is answered.
+func page[T any](s *Server, c *gin.Context, cursor string, list func(context.Context) (T, string, error)) (T, string, bool) {
+	v, next, err := list(c.Request.Context())
+	if err != nil {
+		s.fail(c, cursorError(err, cursor))
+	}
+	return v, next, err == nil
 }
 
 // newRunList is the body of a page of runs, times in UTC.

@@ -7,10 +7,9 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// The handlers of the routes that read or delete what a path names and do
-// nothing else (limits, calendars, hosts): the preamble (lookup), the one
-// call to the data layer and the answer, in one place for every such
-// route.
+// The handlers of the routes of what a path names by a key (limits,
+// calendars, hosts): the preamble (lookup), the one call to the data layer
+// and the answer, in one place for every such route.
 
 // show is a GET of one thing: in reads its key, get finds it, 200 with it.
 func show[K, T any](s *Server, in func(*gin.Context) (K, error), get func(context.Context, K) (T, error)) gin.HandlerFunc {
@@ -29,6 +28,25 @@ func showAll[T, B any](s *Server, list func(context.Context) ([]T, error), body 
 			s.reply(c, nethttp.StatusOK, body(vs))
 		}
 	}
+}
+
+// upsert is the end of a PUT of v: store creates or replaces it, done (if
+// any) is told which, and the answer is v, 201 when it was created, 200
+// when it was replaced.
+func upsert[T any](s *Server, c *gin.Context, v T, store func(context.Context, T) (bool, error), done func(created bool)) {
+	created, err := store(c.Request.Context(), v)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if done != nil {
+		done(created)
+	}
+	status := nethttp.StatusOK
+	if created {
+		status = nethttp.StatusCreated
+	}
+	s.reply(c, status, v)
 }
 
 // remove is a DELETE of what in names: 204 once del has deleted it, after
