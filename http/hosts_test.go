@@ -13,8 +13,7 @@ import (
 // GET /v1/hosts and /v1/hosts/{origin}: the origins in trouble with their
 // breaker state, as the document describes them.
 func TestHostsList(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	ctx := t.Context()
 
 	w := e.do("GET", "/v1/hosts", nil)
