@@ -14,8 +14,7 @@ import (
 // TestTicket04RunStatusFilter: GET /v1/jobs/{id}/runs?status=dead returns
 // only dead runs, paginated; an unknown status is a 400 naming "status".
 func TestTicket04RunStatusFilter(t *testing.T) {
-	t.Parallel()
-	a := newAPIServer(t)
+	a := parallelAPI(t)
 	ctx := context.Background()
 	body := apiJobBody("fails")
 	body["max_retries"] = 0

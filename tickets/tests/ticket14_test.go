@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos/reactor/reactortest"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // TestTicket14: leader failover. When the leader shuts down gracefully,
@@ -23,8 +22,7 @@ func TestTicket14(t *testing.T) {
 	const bound = 5 * time.Second
 
 	t.Run("graceful and killed", func(t *testing.T) {
-		t.Parallel()
-		dsn := sqltest.NewURL(t)
+		dsn := parallelDSN(t)
 		obs := reactortest.OpenWarmDB(t, dsn, "t14-observer")
 		ins := []*ldrInstance{
 			ldrStart(t, dsn, "t14-a", 0),
@@ -72,8 +70,7 @@ func TestTicket14(t *testing.T) {
 	// still takes over within the bound (a twelfth of its poll), because the
 	// resignation reaches it through its listener.
 	t.Run("resignation notice", func(t *testing.T) {
-		t.Parallel()
-		dsn := sqltest.NewURL(t)
+		dsn := parallelDSN(t)
 		a := ldrStart(t, dsn, "t14-n-a", 0)
 		ldrWait(t, 20*time.Second, "a to lead", a.leader.IsLeader)
 		b := ldrStart(t, dsn, "t14-n-b", time.Minute)
