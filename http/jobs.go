@@ -43,7 +43,7 @@ func (s *Server) newJob(u *chronos.JobUpdate) (*chronos.Job, string, error) {
 // createJob is POST /v1/jobs.
 func (s *Server) createJob(c *gin.Context) {
 	var u chronos.JobUpdate
-	if err := s.noQueryBody(c, &u, "a JSON object describing the job is required"); err != nil {
+	if _, err := withBody(s, c, noQuery, &u, "a JSON object describing the job is required"); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -62,13 +62,6 @@ func remove[K any](s *Server, in func(*gin.Context) (K, error), del func(context
 	}
 }
 
-// noQuery is the preamble of a route with neither path parameters nor
-// query parameters.
-func noQuery(c *gin.Context) (struct{}, error) {
-	_, err := parseQuery(c)
-	return struct{}{}, err
-}
-
 // all adapts a read of every one of a kind to lookup with noQuery. None
 // is an empty list, never null, on the wire.
 func all[T any](list func(context.Context) ([]T, error)) func(context.Context, struct{}) ([]T, error) {

@@ -59,14 +59,11 @@ func (s *Server) requiredBody(c *gin.Context, dst any, what string) error {
 	return err
 }
 
-// noQueryBody is the preamble of a route with no path parameters that
-// takes no query and requires a body: requiredBody after parseQuery.
-func (s *Server) noQueryBody(c *gin.Context, dst any, what string) error {
+// noQuery is the preamble of a route with neither path parameters nor
+// query parameters.
+func noQuery(c *gin.Context) (struct{}, error) {
 	_, err := parseQuery(c)
-	if err == nil {
-		err = s.requiredBody(c, dst, what)
-	}
-	return err
+	return struct{}{}, err
 }
 
 // withBody is in, the preamble of a route's path and query, then

@@ -80,7 +80,7 @@ func (s *Server) jobSchedule(c *gin.Context) {
 // "@every" counts from starts_at, else from after (default now).
 func (s *Server) previewSchedule(c *gin.Context) {
 	var r previewRequest
-	if err := s.noQueryBody(c, &r, "a JSON object with cron_expr is required"); err != nil {
+	if _, err := withBody(s, c, noQuery, &r, "a JSON object with cron_expr is required"); err != nil {
 		s.fail(c, err)
 		return
 	}
