@@ -35,14 +35,6 @@ type apiServer struct {
 	client *nethttp.Client
 }
 
-// parallelAPI opens most API tickets: the test runs in parallel with the
-// others, against an apiServer of its own.
-func parallelAPI(t *testing.T) *apiServer {
-	t.Helper()
-	t.Parallel()
-	return newAPIServer(t)
-}
-
 func newAPIServer(t testing.TB) *apiServer {
 	t.Helper()
 	a := &apiServer{t: t, DB: sqltest.New(t), Bus: bus.New(), Probe: &apitest.Probe{}}

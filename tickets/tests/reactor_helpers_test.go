@@ -6,7 +6,6 @@ import (
 
 	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/reactor/reactortest"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // The reactor tickets' helpers live in reactor/reactortest, shared with
@@ -16,15 +15,6 @@ var (
 	rxJob        = reactortest.CreateJob
 	rxNewTarget  = reactortest.NewTarget
 )
-
-// parallelDSN opens the tickets that run instances of their own: the test
-// runs in parallel with the others, on a database of its own, named by the
-// URL the instances open their pools with.
-func parallelDSN(t *testing.T) string {
-	t.Helper()
-	t.Parallel()
-	return sqltest.NewURL(t)
-}
 
 // rxInstance is one chronos instance in a test: its pool, its bus, and the
 // reactor and listener it runs (either may be absent).

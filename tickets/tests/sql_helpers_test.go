@@ -5,22 +5,12 @@ package tests
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
-
-// smOpen opens the state-machine tickets: the test runs in parallel with
-// the others, on a database of its own, its calls in the test's context.
-func smOpen(t *testing.T) (*sql.DB, context.Context) {
-	t.Helper()
-	t.Parallel()
-	return sqltest.New(t), t.Context()
-}
 
 // smJob creates an enabled job on a schedule that will not fire during
 // the test (unless the test moves next_run_at).
@@ -34,13 +24,13 @@ func smJob(t *testing.T, db *sql.DB, expr string, maxRetries int, overlap chrono
 	return j
 }
 
-// smMust is what a call of the data layer that must work returns; what
-// names the call in the failure.
-func smMust[T any](t *testing.T, what string, call func(context.Context) (T, error)) T {
+// smMust is what a call of the data layer that must work returns; the
+// failure names the call as format and args say.
+func smMust[T any](t *testing.T, call func(context.Context) (T, error), format string, args ...any) T {
 	t.Helper()
 	v, err := call(context.Background())
 	if err != nil {
-		t.Fatalf("%s: %v", what, err)
+		t.Fatalf(format+": %v", append(args, err)...)
 	}
 	return v
 }
@@ -48,12 +38,12 @@ func smMust[T any](t *testing.T, what string, call func(context.Context) (T, err
 // smTrigger creates a run of the job now (as POST /v1/jobs/{id}/trigger).
 func smTrigger(t *testing.T, db *sql.DB, jobID int64) *chronos.Run {
 	t.Helper()
-	return smMust(t, fmt.Sprintf("trigger job %d", jobID), func(ctx context.Context) (*chronos.Run, error) { return db.Trigger(ctx, jobID) })
+	return smMust(t, func(ctx context.Context) (*chronos.Run, error) { return db.Trigger(ctx, jobID) }, "trigger job %d", jobID)
 }
 
 func smRun(t *testing.T, db *sql.DB, id int64) *chronos.Run {
 	t.Helper()
-	return smMust(t, fmt.Sprintf("get run %d", id), func(ctx context.Context) (*chronos.Run, error) { return db.Run(ctx, id) })
+	return smMust(t, func(ctx context.Context) (*chronos.Run, error) { return db.Run(ctx, id) }, "get run %d", id)
 }
 
 func smClaim(t *testing.T, db *sql.DB, worker string, lease time.Duration) sql.Claimed {
