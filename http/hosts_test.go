@@ -14,8 +14,6 @@ import (
 // breaker state, as the document describes them.
 func TestHostsList(t *testing.T) {
 	e := parallelEnv(t)
-	ctx := t.Context()
-
 	w := e.do("GET", "/v1/hosts", nil)
 	wantStatus(t, w, nethttp.StatusOK)
 	if got := decode[hostList](t, w); got.Hosts == nil || len(got.Hosts) != 0 {
@@ -23,6 +21,7 @@ func TestHostsList(t *testing.T) {
 	}
 
 	const origin = "http://127.0.0.1:9"
+	ctx := t.Context()
 	ch, err := e.db.ReportHosts(ctx, []sql.HostReport{{Origin: origin, Failures: 3, StatusCode: 502, Error: "HTTP 502 Bad Gateway"}},
 		sql.Breaker{Failures: 3, Cooldown: time.Hour})
 	if err != nil || len(ch) != 1 || !ch[0].Opened {

@@ -15,7 +15,6 @@ import (
 // only dead runs, paginated; an unknown status is a 400 naming "status".
 func TestTicket04RunStatusFilter(t *testing.T) {
 	a := parallelAPI(t)
-	ctx := context.Background()
 	body := apiJobBody("fails")
 	body["max_retries"] = 0
 	j := a.createJob(body)
@@ -34,6 +33,7 @@ func TestTicket04RunStatusFilter(t *testing.T) {
 			}
 		}
 	}
+	ctx := context.Background()
 	finish := func(n int, success bool) map[int64]bool {
 		claimed, err := a.DB.Claim(ctx, "ticket04", n, 30*time.Second)
 		if err != nil || len(claimed) != n {
