@@ -27,8 +27,7 @@ var openRoutes = map[string]bool{
 // everything. Unknown /v1 paths and methods answer 401 without a valid
 // key, and 404/405 with one. The request log names the key.
 func TestAuthMatrix(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, func(c *Config) { c.APIKeys = append(c.APIKeys, "viewer:read:"+readKey) })
+	e := parallelEnv(t, func(c *Config) { c.APIKeys = append(c.APIKeys, "viewer:read:"+readKey) })
 	job := e.createJob(cronJob("matrix"))
 	id := itoa64(job.ID)
 

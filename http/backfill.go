@@ -14,22 +14,9 @@ import (
 // with dry_run, the occurrences only (200). Idempotency-Key is honoured
 // (stored with the runs).
 func (s *Server) backfill(c *gin.Context) {
-	id, err := s.idAndNoQuery(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if len(trimSpace(body)) == 0 {
-		s.fail(c, invalid("body", `a JSON object with "from" and "to" is required`))
-		return
-	}
 	var r chronos.BackfillRequest
-	if _, err := decodeObject(body, &r); err != nil {
+	id, err := withBody(s, c, s.idAndNoQuery, &r, `a JSON object with "from" and "to" is required`)
+	if err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -11,8 +11,7 @@ import (
 // show no next run; history says pause/resume), and refuse a missing or
 // malformed selector.
 func TestBulkPauseResume(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	mk := func(name string, labels map[string]string) int64 {
 		b := cronJob(name)
 		b["labels"] = labels

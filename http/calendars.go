@@ -1,8 +1,6 @@
 package http
 
 import (
-	nethttp "net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/chronoshq/chronos"
@@ -22,45 +20,34 @@ type calendarList struct {
 	Calendars []*chronos.Calendar `json:"calendars"`
 }
 
+func newCalendarList(cs []*chronos.Calendar) calendarList { return calendarList{Calendars: cs} }
+
+// calendarName reads :name of a calendar route, which takes no query
+// (the name is checked with the calendar, at PUT).
+func calendarName(c *gin.Context) (string, error) {
+	_, err := parseQuery(c)
+	return c.Param("name"), err
+}
+
 // putCalendar is PUT /v1/calendars/{name}: create (201) or replace (200).
 // Replacing the dates of a calendar in use re-plans its jobs' runs
 // created ahead (sql.DB.PutCalendar).
 func (s *Server) putCalendar(c *gin.Context) {
-	name := c.Param("name")
-	if _, err := parseQuery(c); err != nil {
-		s.fail(c, err)
-		return
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if len(trimSpace(body)) == 0 {
-		s.fail(c, invalid("body", `a JSON object with "dates" or "ical" is required`))
-		return
-	}
 	var r calendarRequest
-	if _, err := decodeObject(body, &r); err != nil {
-		s.fail(c, err)
-		return
+	name, err := withBody(s, c, calendarName, &r, `a JSON object with "dates" or "ical" is required`)
+	var cal *chronos.Calendar
+	if err == nil {
+		cal, err = calendarOf(name, r)
 	}
-	cal, err := calendarOf(name, r)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	created, err := s.db.PutCalendar(c.Request.Context(), cal)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	status := nethttp.StatusOK
-	if created {
-		status = nethttp.StatusCreated
-		c.Header("Location", "/v1/calendars/"+name)
-	}
-	s.reply(c, status, cal)
+	upsert(s, c, cal, s.db.PutCalendar, func(created bool) {
+		if created {
+			c.Header("Location", "/v1/calendars/"+name)
+		}
+	})
 }
 
 // calendarOf builds the calendar a PUT describes; iCalendar text is
@@ -87,49 +74,4 @@ func calendarOf(name string, r calendarRequest) (*chronos.Calendar, error) {
 		return nil, err
 	}
 	return cal, nil
-}
-
-// getCalendar is GET /v1/calendars/{name}.
-func (s *Server) getCalendar(c *gin.Context) {
-	if _, err := parseQuery(c); err != nil {
-		s.fail(c, err)
-		return
-	}
-	cal, err := s.db.Calendar(c.Request.Context(), c.Param("name"))
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.reply(c, nethttp.StatusOK, cal)
-}
-
-// listCalendars is GET /v1/calendars.
-func (s *Server) listCalendars(c *gin.Context) {
-	if _, err := parseQuery(c); err != nil {
-		s.fail(c, err)
-		return
-	}
-	cs, err := s.db.Calendars(c.Request.Context())
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if cs == nil {
-		cs = []*chronos.Calendar{}
-	}
-	s.reply(c, nethttp.StatusOK, calendarList{Calendars: cs})
-}
-
-// deleteCalendar is DELETE /v1/calendars/{name}: 204, or 409 while a job
-// names it.
-func (s *Server) deleteCalendar(c *gin.Context) {
-	if _, err := parseQuery(c); err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.db.DeleteCalendar(c.Request.Context(), c.Param("name")); err != nil {
-		s.fail(c, err)
-		return
-	}
-	c.Status(nethttp.StatusNoContent)
 }

@@ -14,8 +14,7 @@ const holidaysICS = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\n" +
 	"END:VCALENDAR\r\n"
 
 func TestCalendarsEndpoints(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	w := e.do("PUT", "/v1/calendars/us-holidays", map[string]any{"description": "US", "dates": []string{"2026-12-25", "2026-11-26"}})
 	wantStatus(t, w, nethttp.StatusCreated)
 	if c := decode[chronos.Calendar](t, w); len(c.Dates) != 2 || c.Dates[0] != "2026-11-26" {
@@ -87,8 +86,7 @@ func TestCalendarsEndpoints(t *testing.T) {
 }
 
 func TestBackfillEndpoint(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	body := cronJob("hourly")
 	body["cron_expr"] = "0 * * * *"
 	j := e.createJob(body)

@@ -70,8 +70,7 @@ func TestDecodeObjectSetsOpt(t *testing.T) {
 }
 
 func TestBodyLimit(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, func(c *Config) { c.MaxBodyBytes = 1024 })
+	e := parallelEnv(t, func(c *Config) { c.MaxBodyBytes = 1024 })
 	big := `{"name": "` + strings.Repeat("a", 2000) + `"}`
 	// Declared Content-Length over the limit.
 	w := e.do("POST", "/v1/jobs", big)
@@ -90,8 +89,7 @@ func TestBodyLimit(t *testing.T) {
 }
 
 func TestCreateValidation(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	cases := []struct {
 		name   string
 		body   any
@@ -123,8 +121,7 @@ func TestCreateValidation(t *testing.T) {
 }
 
 func TestPathID(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	for _, p := range []string{"/v1/jobs/abc", "/v1/jobs/1.5", "/v1/jobs/0", "/v1/jobs/-3", "/v1/jobs/99999999999999999999", "/v1/runs/x", "/v1/jobs/x/runs", "/v1/runs/x/redrive"} {
 		method := "GET"
 		if strings.HasSuffix(p, "redrive") {
@@ -142,8 +139,7 @@ func TestPathID(t *testing.T) {
 }
 
 func TestQueryValidation(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	j := e.createJob(cronJob("q"))
 	runs := "/v1/jobs/" + itoa64(j.ID) + "/runs"
 	for path, field := range map[string]string{

@@ -11,8 +11,7 @@ import (
 // deletion first, with the id its history is kept under; a live job is
 // not listed; the name is required.
 func TestDeletedJobs(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	first := e.createJob(cronJob("gone"))
 	wantStatus(t, e.do("DELETE", "/v1/jobs/"+itoa64(first.ID), nil), nethttp.StatusNoContent)
 	second := e.createJob(cronJob("gone")) // the name is free again

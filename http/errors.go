@@ -17,25 +17,23 @@ type envelope struct {
 	Error *chronos.Error `json:"error"`
 }
 
+// statusOfCode is the HTTP status of each application error code; a code
+// not here is a bug, answered 500.
+var statusOfCode = map[string]int{
+	chronos.EINVALID:      nethttp.StatusBadRequest,
+	chronos.ENOTFOUND:     nethttp.StatusNotFound,
+	chronos.ECONFLICT:     nethttp.StatusConflict,
+	chronos.EUNAUTHORIZED: nethttp.StatusUnauthorized,
+	chronos.EFORBIDDEN:    nethttp.StatusForbidden,
+	chronos.ETOOLARGE:     nethttp.StatusRequestEntityTooLarge,
+	chronos.ERATELIMITED:  nethttp.StatusTooManyRequests,
+	chronos.EUNAVAILABLE:  nethttp.StatusServiceUnavailable,
+}
+
 // statusOf maps an application error code to its HTTP status.
 func statusOf(code string) int {
-	switch code {
-	case chronos.EINVALID:
-		return nethttp.StatusBadRequest
-	case chronos.ENOTFOUND:
-		return nethttp.StatusNotFound
-	case chronos.ECONFLICT:
-		return nethttp.StatusConflict
-	case chronos.EUNAUTHORIZED:
-		return nethttp.StatusUnauthorized
-	case chronos.EFORBIDDEN:
-		return nethttp.StatusForbidden
-	case chronos.ETOOLARGE:
-		return nethttp.StatusRequestEntityTooLarge
-	case chronos.ERATELIMITED:
-		return nethttp.StatusTooManyRequests
-	case chronos.EUNAVAILABLE:
-		return nethttp.StatusServiceUnavailable
+	if status, ok := statusOfCode[code]; ok {
+		return status
 	}
 	return nethttp.StatusInternalServerError
 }

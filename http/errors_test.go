@@ -13,8 +13,7 @@ import (
 )
 
 func TestErrorMapping(t *testing.T) {
-	t.Parallel()
-	e := newEnvDB(t, nil) // no database needed
+	e := parallelEnvNoDB(t)
 	cases := []struct {
 		err    error
 		status int
@@ -58,8 +57,7 @@ func TestErrorMapping(t *testing.T) {
 }
 
 func TestRequestIDGenerated(t *testing.T) {
-	t.Parallel()
-	e := newEnvDB(t, nil) // no database needed
+	e := parallelEnvNoDB(t)
 	w := e.do("GET", "/healthz", nil)
 	if id := w.Header().Get("X-Request-Id"); len(id) < 16 {
 		t.Fatalf("no generated request id: %q", id)
@@ -72,8 +70,7 @@ func TestRequestIDGenerated(t *testing.T) {
 }
 
 func TestRecovery(t *testing.T) {
-	t.Parallel()
-	e := newEnvDB(t, nil) // no database needed
+	e := parallelEnvNoDB(t)
 	e.srv.engine.GET("/test/panic", func(*gin.Context) { panic("boom in handler") })
 	req := newRequest("GET", "/test/panic", nil)
 	req.Header.Set("X-Request-Id", "panic-req")
@@ -89,8 +86,7 @@ func TestRecovery(t *testing.T) {
 }
 
 func TestNotFoundAndMethod(t *testing.T) {
-	t.Parallel()
-	e := newEnvDB(t, nil) // no database needed
+	e := parallelEnvNoDB(t)
 	w := e.do("GET", "/v2/nothing", nil)
 	wantStatus(t, w, nethttp.StatusNotFound)
 	errorOf(t, w)
@@ -103,8 +99,7 @@ func TestNotFoundAndMethod(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	for _, key := range []string{"", "wrong", testKey + "x", "other-ke"} {
 		w := e.doKey("GET", "/v1/jobs", nil, key)
 		wantStatus(t, w, nethttp.StatusUnauthorized)

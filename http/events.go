@@ -56,7 +56,11 @@ func (f *tapFilter) match(e chronos.Event) bool {
 }
 
 // parseTapFilter reads ?job_id= and ?type=, each a comma-separated list.
-func parseTapFilter(q map[string]string) (*tapFilter, error) {
+func parseTapFilter(c *gin.Context) (*tapFilter, error) {
+	q, err := parseQuery(c, "job_id", "type")
+	if err != nil {
+		return nil, err
+	}
 	f := &tapFilter{}
 	if v, ok := q["job_id"]; ok {
 		f.jobs = map[int64]bool{}
@@ -93,12 +97,7 @@ func parseTapFilter(q map[string]string) (*tapFilter, error) {
 // client missed. It never slows the bus: the subscription is bounded and
 // overflow is counted, not waited for.
 func (s *Server) events(c *gin.Context) {
-	q, err := parseQuery(c, "job_id", "type")
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	f, err := parseTapFilter(q)
+	f, err := parseTapFilter(c)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -98,8 +98,7 @@ func (c *tapClient) next() sseFrame {
 }
 
 func TestTapDeliversFilteredEvents(t *testing.T) {
-	t.Parallel()
-	e := newEnvDB(t, nil) // no database needed
+	e := parallelEnvNoDB(t)
 	c, _ := openTap(t, e, "?job_id=7,8&type=run.,job.changed")
 	e.bus.Publish(chronos.Event{Type: chronos.EventRunChanged, JobID: 9, RunID: 1})                 // other job
 	e.bus.Publish(chronos.Event{Type: chronos.EventClaimed, Count: 3})                              // no job
@@ -117,8 +116,7 @@ func TestTapDeliversFilteredEvents(t *testing.T) {
 }
 
 func TestTapHeartbeat(t *testing.T) {
-	t.Parallel()
-	e := newEnvDB(t, nil) // no database needed
+	e := parallelEnvNoDB(t)
 	e.srv.heartbeat = 20 * time.Millisecond
 	c, _ := openTap(t, e, "")
 	if f := c.next(); !strings.HasPrefix(f.comment, "heartbeat") {
@@ -127,8 +125,7 @@ func TestTapHeartbeat(t *testing.T) {
 }
 
 func TestTapReportsDrops(t *testing.T) {
-	t.Parallel()
-	e := newEnvDB(t, nil) // no database needed
+	e := parallelEnvNoDB(t)
 	e.srv.tapBuffer = 1
 	e.srv.heartbeat = 20 * time.Millisecond // drops after the last event are reported with the heartbeat
 	c, _ := openTap(t, e, "?type=run.changed")
@@ -163,8 +160,7 @@ func TestTapReportsDrops(t *testing.T) {
 }
 
 func TestTapStopsWhenClientLeaves(t *testing.T) {
-	t.Parallel()
-	e := newEnvDB(t, nil) // no database needed
+	e := parallelEnvNoDB(t)
 	before := e.bus.Subscribers()
 	c, _ := openTap(t, e, "")
 	if n := e.bus.Subscribers(); n != before+1 {
@@ -189,8 +185,7 @@ func TestTapStopsWhenClientLeaves(t *testing.T) {
 }
 
 func TestRunEndsTaps(t *testing.T) {
-	t.Parallel()
-	e := newEnvDB(t, nil) // no database needed
+	e := parallelEnvNoDB(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.srv.Run(ctx) }()

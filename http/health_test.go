@@ -11,8 +11,7 @@ import (
 )
 
 func TestHealthz(t *testing.T) {
-	t.Parallel()
-	e := newEnvDB(t, nil) // no database needed
+	e := parallelEnvNoDB(t)
 	w := e.doKey("GET", "/healthz", nil, "")
 	wantStatus(t, w, nethttp.StatusOK)
 	if decode[map[string]string](t, w)["status"] != "ok" {
@@ -21,8 +20,7 @@ func TestHealthz(t *testing.T) {
 }
 
 func TestReadyz(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	e.probe.Leader.Store(true)
 	w := e.doKey("GET", "/readyz", nil, "")
 	wantStatus(t, w, nethttp.StatusOK)
@@ -57,8 +55,7 @@ func TestReadyz(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.srv.Run(ctx) }()
@@ -127,13 +124,7 @@ func TestMetrics(t *testing.T) {
 	}
 	for {
 		body := e.scrape()
-		missing := ""
-		for _, w := range want {
-			if !strings.Contains(body, w) {
-				missing = w
-				break
-			}
-		}
+		missing := metricLacking(body, want)
 		if missing == "" {
 			return
 		}
@@ -141,6 +132,25 @@ func TestMetrics(t *testing.T) {
 			t.Fatalf("metrics lack %q:\n%s", missing, body)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// metricLacking is the first of want that the exposition body lacks, or
+// "" when it has them all.
+func metricLacking(body string, want []string) string {
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			return w
+		}
+	}
+	return ""
+}
+
+// wantMetrics fails unless the exposition body has every one of want.
+func wantMetrics(t testing.TB, body string, want ...string) {
+	t.Helper()
+	if missing := metricLacking(body, want); missing != "" {
+		t.Fatalf("metrics lack %q:\n%s", missing, body)
 	}
 }
 

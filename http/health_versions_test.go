@@ -16,8 +16,7 @@ import (
 // as leader the instance whose dedicated session holds the lock, with its
 // version; chronos_build_info carries the version.
 func TestReadyzVersions(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, func(c *Config) { c.Version = "v9.9.9" })
+	e := parallelEnv(t, func(c *Config) { c.Version = "v9.9.9" })
 	ctx := t.Context()
 	dsn := e.db.Pool.Config().ConnString()
 

@@ -33,6 +33,22 @@ func newEnv(t testing.TB, mods ...func(*Config)) *env {
 	return newEnvDB(t, sqltest.New(t), mods...)
 }
 
+// parallelEnv opens most tests here: the test runs in parallel with the
+// others, on an env (and a database) of its own.
+func parallelEnv(t *testing.T, mods ...func(*Config)) *env {
+	t.Helper()
+	t.Parallel()
+	return newEnv(t, mods...)
+}
+
+// parallelEnvNoDB is parallelEnv for a test that needs no database: its
+// env has none.
+func parallelEnvNoDB(t *testing.T) *env {
+	t.Helper()
+	t.Parallel()
+	return newEnvDB(t, nil)
+}
+
 func newEnvDB(t testing.TB, db *sql.DB, mods ...func(*Config)) *env {
 	t.Helper()
 	cfg := Config{Instance: "test-1", APIKeys: []string{"other-key", testKey}, TargetPolicy: chronos.TargetPolicy{AllowPrivate: true}}

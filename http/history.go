@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	nethttp "net/http"
 
 	"github.com/gin-gonic/gin"
@@ -27,9 +28,10 @@ func (s *Server) jobHistory(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	entries, next, err := s.db.History(c.Request.Context(), id, q["cursor"], limit)
-	if err != nil {
-		s.fail(c, cursorError(err, q["cursor"]))
+	entries, next, ok := page(s, c, q["cursor"], func(ctx context.Context) ([]chronos.AuditEntry, string, error) {
+		return s.db.History(ctx, id, q["cursor"], limit)
+	})
+	if !ok {
 		return
 	}
 	out := historyPage{Entries: entries, NextCursor: cursorPtr(next)}

@@ -14,8 +14,7 @@ import (
 // fields before and after and secrets masked; the history outlives the
 // job, pages, and is pruned after the retention.
 func TestJobHistory(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, func(c *Config) {
+	e := parallelEnv(t, func(c *Config) {
 		c.APIKeys = []string{"alice:write:" + testKey, "bob:write:bob-key-0123456789", "viewer:read:view-key-0123456789"}
 	})
 	body := cronJob("audited")

@@ -14,23 +14,15 @@ type hostList struct {
 	Hosts []chronos.Host `json:"hosts"`
 }
 
-// listHosts is GET /v1/hosts: every origin that ever deferred runs or
-// failed, with its back-pressure and breaker state (issue 24).
-func (s *Server) listHosts(c *gin.Context) {
-	if _, err := parseQuery(c); err != nil {
-		s.fail(c, err)
-		return
-	}
-	hs, err := s.db.Hosts(c.Request.Context())
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
+// newHostList is the body of GET /v1/hosts: every origin that ever
+// deferred runs or failed, with its back-pressure and breaker state (issue
+// 24).
+func newHostList(hs []chronos.Host) hostList {
 	out := hostList{Hosts: make([]chronos.Host, 0, len(hs))}
 	for _, h := range hs {
 		out.Hosts = append(out.Hosts, hostUTC(h))
 	}
-	s.reply(c, nethttp.StatusOK, out)
+	return out
 }
 
 // getHost is GET /v1/hosts/{origin}. The origin is the rest of the path,

@@ -13,10 +13,7 @@ import (
 // GET /v1/hosts and /v1/hosts/{origin}: the origins in trouble with their
 // breaker state, as the document describes them.
 func TestHostsList(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	ctx := t.Context()
-
+	e := parallelEnv(t)
 	w := e.do("GET", "/v1/hosts", nil)
 	wantStatus(t, w, nethttp.StatusOK)
 	if got := decode[hostList](t, w); got.Hosts == nil || len(got.Hosts) != 0 {
@@ -24,6 +21,7 @@ func TestHostsList(t *testing.T) {
 	}
 
 	const origin = "http://127.0.0.1:9"
+	ctx := t.Context()
 	ch, err := e.db.ReportHosts(ctx, []sql.HostReport{{Origin: origin, Failures: 3, StatusCode: 502, Error: "HTTP 502 Bad Gateway"}},
 		sql.Breaker{Failures: 3, Cooldown: time.Hour})
 	if err != nil || len(ch) != 1 || !ch[0].Opened {

@@ -26,8 +26,7 @@ func (e *env) doIdem(method, path string, body any, key, idem string) *httptest.
 // response and changes nothing; another body under the key is a 422;
 // keys are per API key name; trigger and both redrives honour it.
 func TestIdempotencyKey(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, func(c *Config) { c.APIKeys = []string{"alice:write:" + testKey, "bob:write:bob-key-0123456789"} })
+	e := parallelEnv(t, func(c *Config) { c.APIKeys = []string{"alice:write:" + testKey, "bob:write:bob-key-0123456789"} })
 	body := cronJob("idem")
 	first := e.doIdem("POST", "/v1/jobs", body, testKey, "create-1")
 	wantStatus(t, first, nethttp.StatusCreated)
@@ -88,8 +87,7 @@ func TestIdempotencyKey(t *testing.T) {
 
 // TestIdempotencyKeyExpires: after 24 hours the key is new again.
 func TestIdempotencyKeyExpires(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	wantStatus(t, e.doIdem("POST", "/v1/jobs", cronJob("a"), testKey, "k"), nethttp.StatusCreated)
 	if _, err := e.db.Pool.Exec(context.Background(), `UPDATE idempotency_keys SET created_at = now() - interval '25 hours'`); err != nil {
 		t.Fatal(err)

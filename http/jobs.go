@@ -43,11 +43,7 @@ func (s *Server) newJob(u *chronos.JobUpdate) (*chronos.Job, string, error) {
 // createJob is POST /v1/jobs.
 func (s *Server) createJob(c *gin.Context) {
 	var u chronos.JobUpdate
-	_, err := parseQuery(c)
-	if err == nil {
-		err = s.requiredBody(c, &u, "a JSON object describing the job is required")
-	}
-	if err != nil {
+	if _, err := withBody(s, c, noQuery, &u, "a JSON object describing the job is required"); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -90,9 +86,8 @@ func (s *Server) listJobs(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	jobs, next, err := s.db.Jobs(c.Request.Context(), f)
-	if err != nil {
-		s.fail(c, cursorError(err, f.Cursor))
+	jobs, next, ok := page(s, c, f.Cursor, func(ctx context.Context) ([]*chronos.Job, string, error) { return s.db.Jobs(ctx, f) })
+	if !ok {
 		return
 	}
 	out := jobList{Jobs: make([]*chronos.Job, 0, len(jobs)), NextCursor: cursorPtr(next)}
@@ -153,16 +148,9 @@ func (s *Server) updateJob(c *gin.Context) {
 
 // deleteJob is DELETE /v1/jobs/{id}.
 func (s *Server) deleteJob(c *gin.Context) {
-	id, err := s.idAndNoQuery(c)
-	if err != nil {
-		s.fail(c, err)
-		return
+	if _, ok := byID(s, c, deleted(s.db.DeleteJob)); ok {
+		c.Status(nethttp.StatusNoContent)
 	}
-	if err := s.db.DeleteJob(c.Request.Context(), id); err != nil {
-		s.fail(c, err)
-		return
-	}
-	c.Status(nethttp.StatusNoContent)
 }
 
 // anySet reports whether any field of a JobUpdate is Set. Reflection keeps

@@ -34,11 +34,7 @@ type jobBatchBody struct {
 // the order given.
 func (s *Server) createJobs(c *gin.Context) {
 	var b jobBatchBody
-	_, err := parseQuery(c)
-	if err == nil {
-		err = s.requiredBody(c, &b, `a JSON object {"jobs": [...]} is required`)
-	}
-	if err != nil {
+	if _, err := withBody(s, c, noQuery, &b, `a JSON object {"jobs": [...]} is required`); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -15,8 +15,7 @@ func batchOf(jobs ...any) map[string]any { return map[string]any{"jobs": jobs} }
 // TestCreateJobsBatch: up to 1,000 jobs created in one request, in the
 // order given, with a generated secret shown for the job that asked.
 func TestCreateJobsBatch(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	withSecret := cronJob("b-2")
 	withSecret["generate_signing_secret"] = true
 	w := e.do("POST", "/v1/jobs/batch", batchOf(cronJob("b-0"), cronJob("b-1"), withSecret))
@@ -45,8 +44,7 @@ func TestCreateJobsBatch(t *testing.T) {
 // TestCreateJobsBatchAllOrNothing: one bad job refuses the whole batch,
 // each failing job named by its index; nothing is created.
 func TestCreateJobsBatchAllOrNothing(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	e.createJob(cronJob("taken"))
 	bad := cronJob("x-1")
 	bad["cron_expr"] = "nope"
@@ -80,8 +78,7 @@ func TestCreateJobsBatchAllOrNothing(t *testing.T) {
 // TestCreateJobsBatchIdempotent: a repeated batch under one
 // Idempotency-Key gets the first answer and creates nothing more.
 func TestCreateJobsBatchIdempotent(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	body := batchOf(cronJob("i-0"), cronJob("i-1"))
 	first := e.doIdem("POST", "/v1/jobs/batch", body, testKey, "batch-1")
 	wantStatus(t, first, nethttp.StatusCreated)
@@ -98,8 +95,7 @@ func TestCreateJobsBatchIdempotent(t *testing.T) {
 // the lookup before either wrote) make one run: the second waits for the
 // first's transaction, then replays its answer.
 func TestIdempotencyKeyConcurrent(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	j := e.createJob(cronJob("race"))
 	path := "/v1/jobs/" + itoa64(j.ID) + "/trigger"
 	const n = 8

@@ -31,8 +31,7 @@ func wantListable(t *testing.T, e *env) {
 // shown (a 201 with an empty body, then every list page empty). It is a
 // 400 naming run_at, at create and at PATCH, and listing keeps working.
 func TestRunAtYearBounds(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	shot := e.createJob(map[string]any{"name": "shot", "run_at": "2030-01-01T00:00:00Z", "target_url": "http://127.0.0.1:9/x"})
 	for _, at := range []string{
 		"9999-12-31T23:59:59-05:00", // year 10000 in UTC
@@ -58,8 +57,7 @@ func TestRunAtYearBounds(t *testing.T) {
 // the database anyway (written before validation refused it, or by hand),
 // the answer is a logged 500 with an error body, never a 2xx without one.
 func TestUnshowableValueIsNot2xx(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	j := e.createJob(map[string]any{"name": "shot", "run_at": "2030-01-01T00:00:00Z", "target_url": "http://127.0.0.1:9/x"})
 	if _, err := e.db.Pool.Exec(context.Background(), "UPDATE jobs SET run_at = '10000-01-01T04:59:59Z' WHERE id = $1", j.ID); err != nil {
 		t.Fatal(err)
@@ -80,8 +78,7 @@ func TestUnshowableValueIsNot2xx(t *testing.T) {
 // create and PATCH is answered with the job as a later GET shows it, or
 // refused with a 400 naming the field.
 func TestJobShownAsAnswered(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	nest := func(n int) json.RawMessage {
 		return json.RawMessage(strings.Repeat("[", n) + strings.Repeat("]", n))
 	}
@@ -143,8 +140,7 @@ func TestJobShownAsAnswered(t *testing.T) {
 // rather than the IANA database) would make a schedule depend on each
 // instance's TZ: a 400 naming timezone, at create and PATCH.
 func TestTimezoneIANAOnly(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	j := e.createJob(cronJob("zoned"))
 	for _, tz := range []string{"Local", "localtime", "posix/Europe/Berlin", "right/UTC", "posixrules"} {
 		wantFields(t, e.do("POST", "/v1/jobs", with(cronJob("a"), "timezone", tz)), "timezone")
@@ -167,8 +163,7 @@ func with(b map[string]any, k string, v any) map[string]any {
 // (next_run_at stays null); only a new cron_expr must fire again, as at
 // create.
 func TestPatchEndedCronJob(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	wantFields(t, e.do("POST", "/v1/jobs", with(cronJob("ended"), "cron_expr", "0 0 1 1 * 2020")), "cron_expr")
 	j := e.createJob(with(cronJob("ended"), "cron_expr", "0 0 1 1 * 2099"))
 	// Time passes: 2099 is over (the job's last occurrence has fired).

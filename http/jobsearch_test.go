@@ -13,8 +13,7 @@ import (
 // Kubernetes does, and the list filters by name prefix, substring and
 // labels, all combined.
 func TestJobNamesLabelsSearch(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	mk := func(name, descr string, labels map[string]string) int64 {
 		b := cronJob(name)
 		b["description"] = descr

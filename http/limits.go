@@ -1,8 +1,6 @@
 package http
 
 import (
-	nethttp "net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/chronoshq/chronos"
@@ -17,10 +15,13 @@ type limitInput struct {
 	PerSeconds     *int `json:"per_seconds"`
 }
 
-// limitList is the body of GET /v1/limits.
+// limitList is the body of GET /v1/limits: every declared limit with its
+// state.
 type limitList struct {
 	Limits []*chronos.Limit `json:"limits"`
 }
+
+func newLimitList(ls []*chronos.Limit) limitList { return limitList{Limits: ls} }
 
 // limitKey reads and checks :key.
 func limitKey(c *gin.Context) (string, error) {
@@ -36,82 +37,20 @@ func limitKey(c *gin.Context) (string, error) {
 
 // putLimit is PUT /v1/limits/{key}: create (201) or replace (200).
 func (s *Server) putLimit(c *gin.Context) {
-	key, err := limitKey(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if len(trimSpace(body)) == 0 {
-		s.fail(c, invalid("body", `a JSON object such as {"max_concurrency": 5} is required`))
-		return
-	}
 	var in limitInput
-	if _, err := decodeObject(body, &in); err != nil {
+	key, err := withBody(s, c, limitKey, &in, `a JSON object such as {"max_concurrency": 5} is required`)
+	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	l := &chronos.Limit{Key: key, MaxConcurrency: in.MaxConcurrency, Rate: in.Rate, PerSeconds: in.PerSeconds}
-	created, err := s.db.PutLimit(c.Request.Context(), l)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.bus.Publish(chronos.Event{Type: chronos.EventLimitChanged, Instance: s.cfg.Instance, Op: "put", Key: key})
-	status := nethttp.StatusOK
-	if created {
-		status = nethttp.StatusCreated
-	}
-	s.reply(c, status, l)
+	upsert(s, c, l, s.db.PutLimit, func(bool) {
+		s.bus.Publish(chronos.Event{Type: chronos.EventLimitChanged, Instance: s.cfg.Instance, Op: "put", Key: key})
+	})
 }
 
-// getLimit is GET /v1/limits/{key}.
-func (s *Server) getLimit(c *gin.Context) {
-	key, err := limitKey(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	l, err := s.db.Limit(c.Request.Context(), key)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	s.reply(c, nethttp.StatusOK, l)
-}
-
-// listLimits is GET /v1/limits: every declared limit with its state.
-func (s *Server) listLimits(c *gin.Context) {
-	if _, err := parseQuery(c); err != nil {
-		s.fail(c, err)
-		return
-	}
-	ls, err := s.db.Limits(c.Request.Context())
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if ls == nil {
-		ls = []*chronos.Limit{}
-	}
-	s.reply(c, nethttp.StatusOK, limitList{Limits: ls})
-}
-
-// deleteLimit is DELETE /v1/limits/{key}: 409 while a job names it.
-func (s *Server) deleteLimit(c *gin.Context) {
-	key, err := limitKey(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	if err := s.db.DeleteLimit(c.Request.Context(), key); err != nil {
-		s.fail(c, err)
-		return
-	}
+// limitDeleted tells the instances a limit is gone (DELETE
+// /v1/limits/{key}, which is a 409 while a job names it).
+func (s *Server) limitDeleted(key string) {
 	s.bus.Publish(chronos.Event{Type: chronos.EventLimitChanged, Instance: s.cfg.Instance, Op: "deleted", Key: key})
-	c.Status(nethttp.StatusNoContent)
 }

@@ -13,8 +13,7 @@ import (
 // (create, PATCH, get), an unknown key (400 naming limit_key), delete
 // while named (409), delete (204), and a get of a deleted one (404).
 func TestLimitsAPI(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 
 	w := e.do("PUT", "/v1/limits/api.example", map[string]any{"max_concurrency": 5, "rate": 100, "per_seconds": 60})
 	wantStatus(t, w, nethttp.StatusCreated)

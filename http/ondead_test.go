@@ -14,8 +14,7 @@ import (
 // without touching anything else. Every request and response is checked
 // against the OpenAPI document on the way (serveChecked).
 func TestOnDeadURL(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	strict := newEnvDB(t, e.db, func(c *Config) { c.TargetPolicy = chronos.TargetPolicy{} })
 
 	plain := e.createJob(cronJob("no-alerts"))

@@ -59,6 +59,23 @@ func (s *Server) requiredBody(c *gin.Context, dst any, what string) error {
 	return err
 }
 
+// noQuery is the preamble of a route with neither path parameters nor
+// query parameters.
+func noQuery(c *gin.Context) (struct{}, error) {
+	_, err := parseQuery(c)
+	return struct{}{}, err
+}
+
+// withBody is in, the preamble of a route's path and query, then
+// requiredBody: what in read, and the body decoded into dst.
+func withBody[K any](s *Server, c *gin.Context, in func(*gin.Context) (K, error), dst any, what string) (K, error) {
+	k, err := in(c)
+	if err == nil {
+		err = s.requiredBody(c, dst, what)
+	}
+	return k, err
+}
+
 // optionalBody decodes the request's body, if any, into dst and returns
 // how many fields it set (0 for an empty body).
 func (s *Server) optionalBody(c *gin.Context, dst any) (int, error) {
@@ -69,19 +86,25 @@ func (s *Server) optionalBody(c *gin.Context, dst any) (int, error) {
 	return decodeObject(body, dst)
 }
 
-// byID is the preamble of a route that reads one thing by :id and takes
-// no query: the thing get finds, or false once the error is answered.
-func byID[T any](s *Server, c *gin.Context, get func(context.Context, int64) (T, error)) (T, bool) {
+// lookup is the body of a route that reads its key with in (path, then
+// query) and hands it to get, the one call to the data layer: what get
+// returns, or false once the error is answered.
+func lookup[K, T any](s *Server, c *gin.Context, in func(*gin.Context) (K, error), get func(context.Context, K) (T, error)) (T, bool) {
 	var v T
-	id, err := s.idAndNoQuery(c)
+	k, err := in(c)
 	if err == nil {
-		v, err = get(c.Request.Context(), id)
+		v, err = get(c.Request.Context(), k)
 	}
 	if err != nil {
 		s.fail(c, err)
 		return v, false
 	}
 	return v, true
+}
+
+// byID is lookup of one thing by :id, for a route that takes no query.
+func byID[T any](s *Server, c *gin.Context, get func(context.Context, int64) (T, error)) (T, bool) {
+	return lookup(s, c, s.idAndNoQuery, get)
 }
 
 // runAction is POST on a run-creating action of :id (a trigger, a
@@ -107,6 +130,17 @@ func (s *Server) runAction(c *gin.Context, create func(ctx context.Context, id i
 		return
 	}
 	writeAnswer(c, a)
+}
+
+// page reads a page of a list: list's error, when the cursor was the
+// trouble, is a 400 naming the cursor (cursorError); false once the error
+// is answered.
+func page[T any](s *Server, c *gin.Context, cursor string, list func(context.Context) (T, string, error)) (T, string, bool) {
+	v, next, err := list(c.Request.Context())
+	if err != nil {
+		s.fail(c, cursorError(err, cursor))
+	}
+	return v, next, err == nil
 }
 
 // newRunList is the body of a page of runs, times in UTC.

@@ -11,8 +11,7 @@ import (
 )
 
 func TestRateLimitPerKey(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, func(c *Config) { c.RateLimit = 0.5; c.RateBurst = 3 })
+	e := parallelEnv(t, func(c *Config) { c.RateLimit = 0.5; c.RateBurst = 3 })
 	for i := 0; i < 3; i++ {
 		wantStatus(t, e.do("GET", "/v1/jobs", nil), nethttp.StatusOK)
 	}

@@ -38,40 +38,67 @@ func (s *Server) routes() *gin.Engine {
 	e.GET("/openapi.yaml", s.openapi)
 
 	v1 := e.Group("/v1", s.authenticate)
-	v1.POST("/jobs", s.idempotent, s.createJob)
-	v1.POST("/jobs/batch", s.idempotent, s.createJobs)
-	v1.GET("/jobs", s.listJobs)
-	v1.POST("/jobs/pause", s.pauseJobs)
-	v1.POST("/jobs/resume", s.resumeJobs)
-	v1.GET("/jobs/deleted", s.deletedJobs)
-	v1.GET("/jobs/:id", s.getJob)
-	v1.PATCH("/jobs/:id", s.updateJob)
-	v1.DELETE("/jobs/:id", s.deleteJob)
-	v1.POST("/jobs/:id/trigger", s.idempotent, s.triggerJob)
-	v1.POST("/jobs/:id/signing-secret", s.rotateSigningSecret)
-	v1.DELETE("/jobs/:id/signing-secret", s.deleteSigningSecrets)
-	v1.GET("/jobs/:id/runs", s.listRuns)
-	v1.GET("/jobs/:id/schedule", s.jobSchedule)
-	v1.POST("/schedule/preview", s.previewSchedule)
-	v1.GET("/jobs/:id/history", s.jobHistory)
-	v1.GET("/runs", s.listAllRuns)
-	v1.POST("/runs/redrive", s.idempotent, s.redriveRuns)
-	v1.GET("/runs/:id", s.getRun)
-	v1.POST("/runs/:id/redrive", s.idempotent, s.redriveRun)
-	v1.GET("/events", s.tapSlot, s.events)
-	v1.GET("/limits", s.listLimits)
-	v1.GET("/limits/:key", s.getLimit)
-	v1.PUT("/limits/:key", s.putLimit)
-	v1.DELETE("/limits/:key", s.deleteLimit)
-	v1.GET("/hosts", s.listHosts)
-	v1.GET("/hosts/*origin", s.getHost)
-	v1.POST("/jobs/:id/backfill", s.idempotent, s.backfill)
-	v1.GET("/calendars", s.listCalendars)
-	v1.GET("/calendars/:name", s.getCalendar)
-	v1.PUT("/calendars/:name", s.putCalendar)
-	v1.DELETE("/calendars/:name", s.deleteCalendar)
+	for _, r := range s.v1Routes() {
+		for _, m := range r.methods {
+			v1.Handle(m.method, r.path, m.chain...)
+		}
+	}
 	return e
 }
+
+// v1Routes are the paths under /v1 and what each answers, by method, in
+// the order they were added in.
+func (s *Server) v1Routes() []route {
+	return []route{
+		at("/jobs", post(s.idempotent, s.createJob), get(s.listJobs)),
+		at("/jobs/batch", post(s.idempotent, s.createJobs)),
+		at("/jobs/pause", post(s.pauseJobs)),
+		at("/jobs/resume", post(s.resumeJobs)),
+		at("/jobs/deleted", get(s.deletedJobs)),
+		at("/jobs/:id", get(s.getJob), patch(s.updateJob), del(s.deleteJob)),
+		at("/jobs/:id/trigger", post(s.idempotent, s.triggerJob)),
+		at("/jobs/:id/signing-secret", post(s.rotateSigningSecret), del(s.deleteSigningSecrets)),
+		at("/jobs/:id/runs", get(s.listRuns)),
+		at("/jobs/:id/schedule", get(s.jobSchedule)),
+		at("/schedule/preview", post(s.previewSchedule)),
+		at("/jobs/:id/history", get(s.jobHistory)),
+		at("/runs", get(s.listAllRuns)),
+		at("/runs/redrive", post(s.idempotent, s.redriveRuns)),
+		at("/runs/:id", get(s.getRun)),
+		at("/runs/:id/redrive", post(s.idempotent, s.redriveRun)),
+		at("/events", get(s.tapSlot, s.events)),
+		at("/limits", get(showAll(s, s.db.Limits, newLimitList))),
+		at("/limits/:key", get(show(s, limitKey, s.db.Limit)), put(s.putLimit),
+			del(remove(s, limitKey, s.db.DeleteLimit, s.limitDeleted))),
+		at("/hosts", get(showAll(s, s.db.Hosts, newHostList))),
+		at("/hosts/*origin", get(s.getHost)),
+		at("/jobs/:id/backfill", post(s.idempotent, s.backfill)),
+		at("/calendars", get(showAll(s, s.db.Calendars, newCalendarList))),
+		at("/calendars/:name", get(show(s, calendarName, s.db.Calendar)), put(s.putCalendar),
+			del(remove(s, calendarName, s.db.DeleteCalendar, nil))),
+	}
+}
+
+// route is a path and what it answers, by method: one row of v1Routes,
+// as openapi.yaml has one entry a path.
+type route struct {
+	path    string
+	methods []method
+}
+
+// method is one method of a route and its handler chain.
+type method struct {
+	method string
+	chain  []gin.HandlerFunc
+}
+
+func at(path string, ms ...method) route { return route{path: path, methods: ms} }
+
+func get(h ...gin.HandlerFunc) method   { return method{nethttp.MethodGet, h} }
+func post(h ...gin.HandlerFunc) method  { return method{nethttp.MethodPost, h} }
+func put(h ...gin.HandlerFunc) method   { return method{nethttp.MethodPut, h} }
+func patch(h ...gin.HandlerFunc) method { return method{nethttp.MethodPatch, h} }
+func del(h ...gin.HandlerFunc) method   { return method{nethttp.MethodDelete, h} }
 
 // allowedMethods lists the methods registered for the request's path, for
 // the Allow header of a 405.

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	nethttp "net/http"
 	"strconv"
 	"strings"
@@ -87,12 +88,9 @@ func (s *Server) listAllRuns(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	runs, next, err := s.db.AllRuns(c.Request.Context(), rq)
-	if err != nil {
-		s.fail(c, cursorError(err, rq.Cursor))
-		return
+	if runs, next, ok := page(s, c, rq.Cursor, func(ctx context.Context) ([]*chronos.Run, string, error) { return s.db.AllRuns(ctx, rq) }); ok {
+		c.JSON(nethttp.StatusOK, newRunList(runs, next))
 	}
-	c.JSON(nethttp.StatusOK, newRunList(runs, next))
 }
 
 // redriveRuns is POST /v1/runs/redrive: the dead runs that match the

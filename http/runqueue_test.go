@@ -34,8 +34,7 @@ func (e *env) trigger(jobID int64) *chronos.Run {
 // creation time, newest first, in keyset pages; bad filters are 400s
 // naming them.
 func TestRunsAcrossJobs(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	a, b := e.createJob(cronJob("a")), e.createJob(cronJob("b"))
 	var dead []int64
 	for i := 0; i < 3; i++ {
@@ -83,8 +82,7 @@ func TestRunsAcrossJobs(t *testing.T) {
 // redrives are active, and two concurrent calls never redrive one run
 // twice.
 func TestBulkRedrive(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	a, b := e.createJob(cronJob("a")), e.createJob(cronJob("b"))
 	var deadA []int64
 	for i := 0; i < 3; i++ {

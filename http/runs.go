@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	nethttp "net/http"
 	"strings"
 
@@ -89,12 +90,9 @@ func (s *Server) listRuns(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	runs, next, err := s.db.Runs(c.Request.Context(), id, f)
-	if err != nil {
-		s.fail(c, cursorError(err, f.Cursor))
-		return
+	if runs, next, ok := page(s, c, f.Cursor, func(ctx context.Context) ([]*chronos.Run, string, error) { return s.db.Runs(ctx, id, f) }); ok {
+		s.reply(c, nethttp.StatusOK, newRunList(runs, next))
 	}
-	s.reply(c, nethttp.StatusOK, newRunList(runs, next))
 }
 
 // getRun is GET /v1/runs/{id}.

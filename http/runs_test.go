@@ -14,8 +14,7 @@ import (
 // TestTriggerPublishesBeforeResponse: the run is on the local bus by the
 // time the 202 is written, so the local dispatcher need not wait for NOTIFY.
 func TestTriggerPublishesBeforeResponse(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	j := e.createJob(cronJob("trig"))
 	sub := e.bus.Subscribe(16, func(ev chronos.Event) bool { return ev.Type == chronos.EventRunChanged })
 	defer sub.Close()
@@ -41,8 +40,7 @@ func TestTriggerPublishesBeforeResponse(t *testing.T) {
 // a dead run redrives into a new pending run (202, on the bus); anything
 // else is a 409.
 func TestRunDetailAndRedrive(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	body := cronJob("redrive")
 	body["max_retries"] = 0
 	j := e.createJob(body)

@@ -41,12 +41,7 @@ type previewRequest struct {
 // jobSchedule is GET /v1/jobs/{id}/schedule?count=&after=: the job's next
 // fire times, from the database's clock unless after is given.
 func (s *Server) jobSchedule(c *gin.Context) {
-	id, err := parseID(c)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	q, err := parseQuery(c, "count", "after", "until")
+	id, q, err := idAndQuery(c, "count", "after", "until")
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -85,11 +80,7 @@ func (s *Server) jobSchedule(c *gin.Context) {
 // "@every" counts from starts_at, else from after (default now).
 func (s *Server) previewSchedule(c *gin.Context) {
 	var r previewRequest
-	_, err := parseQuery(c)
-	if err == nil {
-		err = s.requiredBody(c, &r, "a JSON object with cron_expr is required")
-	}
-	if err != nil {
+	if _, err := withBody(s, c, noQuery, &r, "a JSON object with cron_expr is required"); err != nil {
 		s.fail(c, err)
 		return
 	}

@@ -10,8 +10,7 @@ import (
 )
 
 func TestSchedulePreviewEndpoint(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	w := e.do("POST", "/v1/schedule/preview", map[string]any{"cron_expr": "0 3 * * *", "timezone": "Europe/Berlin",
 		"count": 2, "after": "2026-12-03T12:00:00Z", "exclude": []map[string]string{{"from": "2026-12-05", "to": "2026-12-05"}}})
 	wantStatus(t, w, nethttp.StatusOK)
@@ -52,8 +51,7 @@ func TestSchedulePreviewEndpoint(t *testing.T) {
 }
 
 func TestJobScheduleEndpoint(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	body := cronJob("weekdays")
 	body["cron_expr"], body["timezone"] = "30 9 * * 1-5", "America/New_York"
 	j := e.createJob(body)
@@ -88,8 +86,7 @@ func TestJobScheduleEndpoint(t *testing.T) {
 }
 
 func TestJobPolicyFields(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	body := cronJob("policies")
 	body["cron_expr"] = "0 * * * *"
 	body["starts_at"] = "2026-01-01T00:00:00Z"
@@ -142,8 +139,7 @@ func TestJobPolicyFields(t *testing.T) {
 }
 
 func TestRunsFilterMissed(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	j := e.createJob(cronJob("missed"))
 	wantStatus(t, e.do("GET", "/v1/jobs/"+itoa64(j.ID)+"/runs?status=missed", nil), nethttp.StatusOK)
 }

@@ -56,15 +56,7 @@ func (s *Server) rotateSigningSecret(c *gin.Context) {
 // own secrets stop signing at once and its deliveries fall back to the
 // cluster's SIGNING_SECRET.
 func (s *Server) deleteSigningSecrets(c *gin.Context) {
-	id, err := s.idNoQueryNoBody(c)
-	if err != nil {
-		s.fail(c, err)
-		return
+	if j, ok := lookup(s, c, s.idNoQueryNoBody, s.db.DeleteSigningSecrets); ok {
+		c.JSON(nethttp.StatusOK, jobUTC(j))
 	}
-	j, err := s.db.DeleteSigningSecrets(c.Request.Context(), id)
-	if err != nil {
-		s.fail(c, err)
-		return
-	}
-	c.JSON(nethttp.StatusOK, jobUTC(j))
 }

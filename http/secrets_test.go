@@ -14,8 +14,7 @@ import (
 // never appear in the logs, are stored (and so delivered) as given, and
 // survive a PATCH that sends the masked value back.
 func TestSecretHeadersMasked(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	secrets := map[string]string{
 		"Authorization":       "Bearer tok-AAAA",
 		"proxy-authorization": "Basic tok-BBBB",
@@ -90,8 +89,7 @@ func TestSecretHeadersMasked(t *testing.T) {
 // secret signing for the grace period; DELETE falls back to the cluster
 // secret.
 func TestSigningSecretLifecycle(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	body := cronJob("signed")
 	body["generate_signing_secret"] = true
 	w := e.do("POST", "/v1/jobs", body)
@@ -159,8 +157,7 @@ func TestSigningSecretLifecycle(t *testing.T) {
 // grace is a 409 that says what to do; a rotation without grace still
 // works and ends them all.
 func TestSigningSecretGraceLimit(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
+	e := parallelEnv(t)
 	created := e.createJob(cronJob("rotated"))
 	path := "/v1/jobs/" + itoa64(created.ID) + "/signing-secret"
 	for i := 1; i <= 8; i++ {

@@ -24,13 +24,26 @@ func smJob(t *testing.T, db *sql.DB, expr string, maxRetries int, overlap chrono
 	return j
 }
 
+// smMust is what a call of the data layer that must work returns; the
+// failure names the call as format and args say.
+func smMust[T any](t *testing.T, call func(context.Context) (T, error), format string, args ...any) T {
+	t.Helper()
+	v, err := call(context.Background())
+	if err != nil {
+		t.Fatalf(format+": %v", append(args, err)...)
+	}
+	return v
+}
+
+// smTrigger creates a run of the job now (as POST /v1/jobs/{id}/trigger).
+func smTrigger(t *testing.T, db *sql.DB, jobID int64) *chronos.Run {
+	t.Helper()
+	return smMust(t, func(ctx context.Context) (*chronos.Run, error) { return db.Trigger(ctx, jobID) }, "trigger job %d", jobID)
+}
+
 func smRun(t *testing.T, db *sql.DB, id int64) *chronos.Run {
 	t.Helper()
-	r, err := db.Run(context.Background(), id)
-	if err != nil {
-		t.Fatalf("get run %d: %v", id, err)
-	}
-	return r
+	return smMust(t, func(ctx context.Context) (*chronos.Run, error) { return db.Run(ctx, id) }, "get run %d", id)
 }
 
 func smClaim(t *testing.T, db *sql.DB, worker string, lease time.Duration) sql.Claimed {

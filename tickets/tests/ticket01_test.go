@@ -9,8 +9,7 @@ import (
 // TestTicket01EnabledFilter: GET /v1/jobs?enabled=true|false returns only
 // those jobs (across pages); an invalid value is a 400 naming "enabled".
 func TestTicket01EnabledFilter(t *testing.T) {
-	t.Parallel()
-	a := newAPIServer(t)
+	a := parallelAPI(t)
 	want := map[bool]map[int64]bool{true: {}, false: {}}
 	for i := 0; i < 7; i++ {
 		body := apiJobBody("j")

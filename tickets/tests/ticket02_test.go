@@ -8,15 +8,13 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Ticket 02: a 3xx is not success. Only 2xx marks an attempt succeeded;
 // 300/301/302 (and 4xx) are failures that retry and, exhausted, dead-letter
 // with the status recorded; redirects are not followed.
 func TestTicket02RedirectIsNotSuccess(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	dest := rxNewTarget(t, nil) // where the redirects point: never to be hit
 	tg := rxNewTarget(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		code, _ := strconv.Atoi(r.URL.Query().Get("code"))

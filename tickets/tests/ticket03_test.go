@@ -10,8 +10,7 @@ import (
 // cron_expr and run_at, or neither, is a 400 naming both fields, never a
 // 500 from the database constraint.
 func TestTicket03ScheduleXor(t *testing.T) {
-	t.Parallel()
-	a := newAPIServer(t)
+	a := parallelAPI(t)
 	runAt := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	base := func() map[string]any { return map[string]any{"name": "x", "target_url": "http://127.0.0.1:9/hook"} }
 

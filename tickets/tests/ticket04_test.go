@@ -14,9 +14,7 @@ import (
 // TestTicket04RunStatusFilter: GET /v1/jobs/{id}/runs?status=dead returns
 // only dead runs, paginated; an unknown status is a 400 naming "status".
 func TestTicket04RunStatusFilter(t *testing.T) {
-	t.Parallel()
-	a := newAPIServer(t)
-	ctx := context.Background()
+	a := parallelAPI(t)
 	body := apiJobBody("fails")
 	body["max_retries"] = 0
 	j := a.createJob(body)
@@ -35,6 +33,7 @@ func TestTicket04RunStatusFilter(t *testing.T) {
 			}
 		}
 	}
+	ctx := context.Background()
 	finish := func(n int, success bool) map[int64]bool {
 		claimed, err := a.DB.Claim(ctx, "ticket04", n, 30*time.Second)
 		if err != nil || len(claimed) != n {

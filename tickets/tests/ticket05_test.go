@@ -13,8 +13,7 @@ import (
 // (next_run_at recomputed) and leaves enabled, and every other absent
 // field, as it was.
 func TestTicket05PatchWithoutEnabled(t *testing.T) {
-	t.Parallel()
-	a := newAPIServer(t)
+	a := parallelAPI(t)
 	for _, enabled := range []bool{true, false} {
 		body := map[string]any{
 			"name": fmt.Sprintf("full-%v", enabled), "cron_expr": "0 3 * * *", "timezone": "Europe/Berlin",
@@ -97,8 +96,7 @@ func TestTicket05PatchWithoutEnabled(t *testing.T) {
 // pause, and the resume puts the occurrence back; a paused job shows no
 // next run.
 func TestTicket05OneShotKeepsItsRun(t *testing.T) {
-	t.Parallel()
-	a := newAPIServer(t)
+	a := parallelAPI(t)
 	ctx := t.Context()
 	for _, patches := range [][]map[string]any{
 		{{"enabled": false}, {"enabled": true}},
@@ -140,8 +138,7 @@ func TestTicket05OneShotKeepsItsRun(t *testing.T) {
 // zone, and keeps next_run_at null; only a new cron_expr must fire again,
 // as at create.
 func TestTicket05PatchEndedSchedule(t *testing.T) {
-	t.Parallel()
-	a := newAPIServer(t)
+	a := parallelAPI(t)
 	body := apiJobBody("ended")
 	body["cron_expr"] = "0 0 1 1 * 2020"
 	wantInvalid(t, a.call("POST", "/v1/jobs", body), "cron_expr")

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	nethttp "net/http"
 	"testing"
 	"time"
@@ -9,22 +8,16 @@ import (
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Ticket 06: with max_retries = N, a run is attempted exactly N+1 times:
 // N failures send it back to pending, the next one dead-letters it, and
 // every attempt has its row.
 func TestTicket06ExactlyMaxRetriesRetries(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := context.Background()
+	db, ctx := smOpen(t)
 	const n = 3
 	j := smJob(t, db, "0 0 1 1 *", n, chronos.OverlapAllow)
-	run, err := db.Trigger(ctx, j.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := smTrigger(t, db, j.ID)
 	for attempt := 1; attempt <= n+1; attempt++ {
 		c := smClaim(t, db, "worker", time.Minute)
 		if c.Run.AttemptCount != attempt {
@@ -65,8 +58,7 @@ func TestTicket06ExactlyMaxRetriesRetries(t *testing.T) {
 // Ticket 06 end to end: through the reactor, an always-500 target of a job
 // with max_retries = 2 receives exactly 3 requests, then the run is dead.
 func TestTicket06EndToEnd(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	tg := rxNewTarget(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		w.WriteHeader(nethttp.StatusInternalServerError)
 	})

@@ -17,9 +17,7 @@ import (
 // a stable (id) order, while other clients create and delete jobs; limit
 // is capped at 500.
 func TestTicket07Pagination(t *testing.T) {
-	t.Parallel()
-	a := newAPIServer(t)
-	ctx := context.Background()
+	a := parallelAPI(t)
 
 	// 1,000 jobs, made through the data layer in parallel to keep it quick.
 	const n = 1000
@@ -34,7 +32,7 @@ func TestTicket07Pagination(t *testing.T) {
 				cron := "0 * * * *"
 				j := &chronos.Job{Name: fmt.Sprintf("walk-%d", i), CronExpr: &cron, TargetURL: "http://127.0.0.1:9/x", Enabled: true}
 				j.ApplyDefaults()
-				if err := a.DB.CreateJob(ctx, j); err != nil {
+				if err := a.DB.CreateJob(context.Background(), j); err != nil {
 					errs <- err
 					return
 				}
@@ -154,8 +152,7 @@ func TestTicket07Pagination(t *testing.T) {
 // writable as RFC 3339) and a payload nested deeper than JSON parsers
 // accept are 400s naming the field, and every page still decodes.
 func TestTicket07NoJobBreaksTheWalk(t *testing.T) {
-	t.Parallel()
-	a := newAPIServer(t)
+	a := parallelAPI(t)
 	shot := a.createJob(map[string]any{"name": "shot", "run_at": "2030-01-01T00:00:00Z", "target_url": "http://127.0.0.1:9/x"})
 	a.createJob(apiJobBody("cron"))
 	deep := json.RawMessage(strings.Repeat("[", 1000) + strings.Repeat("]", 1000))

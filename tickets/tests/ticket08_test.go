@@ -2,22 +2,19 @@ package tests
 
 import (
 	"context"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Ticket 08: cron jobs produce runs. An enabled `*/1 * * * * *` job gets a
 // run for each due occurrence from the leader's materializer, and its target
 // is called.
 func TestTicket08CronJobsProduceRuns(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
-	tg := rxNewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	dsn := parallelDSN(t)
+	tg := rxNewTarget(t, nil)
 	in := rxStart(t, dsn, "t08", rxOptions{Reactor: true, Listener: true})
 	rxEventually(t, 20*time.Second, "leadership", in.Reactor.IsLeader)
 

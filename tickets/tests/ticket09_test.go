@@ -13,8 +13,7 @@ import (
 // rules), in UTC. Expectations are computed here from the time zone
 // database, independently of gronx.
 func TestTicket09NextRunAt(t *testing.T) {
-	t.Parallel()
-	a := newAPIServer(t)
+	a := parallelAPI(t)
 	berlin := mustZone(t, "Europe/Berlin")
 	tokyo := mustZone(t, "Asia/Tokyo")
 	ny := mustZone(t, "America/New_York")
@@ -169,8 +168,7 @@ func dayMonth(d time.Time) string {
 // machine ("localtime") or are not zones are 400s naming timezone, at
 // create and PATCH, so next_run_at never depends on an instance's TZ.
 func TestTicket09ZoneIsIANA(t *testing.T) {
-	t.Parallel()
-	a := newAPIServer(t)
+	a := parallelAPI(t)
 	j := a.createJob(apiJobBody("zoned"))
 	for _, tz := range []string{"Local", "localtime", "posixrules", "right/Europe/Berlin"} {
 		body := apiJobBody("local")

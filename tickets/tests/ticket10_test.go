@@ -9,7 +9,6 @@ import (
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Ticket 10: HasActiveRun is true while a run is pending, leased or
@@ -17,9 +16,7 @@ import (
 // gets a second run while one is active, and each skipped occurrence is
 // counted.
 func TestTicket10OverlapSkip(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := context.Background()
+	db, ctx := smOpen(t)
 	j := smJob(t, db, "* * * * * *", 0, chronos.OverlapSkip)
 	active := func() bool {
 		t.Helper()
@@ -113,8 +110,7 @@ func TestTicket10OverlapSkip(t *testing.T) {
 // its requests in flight. The limit holds where runs are claimed, so it
 // holds whichever instance claims.
 func TestTicket10OverlapQueueOne(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	tg := rxNewTarget(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		select {
 		case <-time.After(2500 * time.Millisecond):

@@ -1,27 +1,20 @@
 package tests
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Ticket 11: a run whose worker always vanishes is reclaimed at most
 // max_retries times, then dead-letters with "lease expired";
 // attempt_count grows with every reclaim.
 func TestTicket11ReclaimedRunsCount(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := context.Background()
+	db, ctx := smOpen(t)
 	const maxRetries = 2
 	j := smJob(t, db, "0 0 1 1 *", maxRetries, chronos.OverlapAllow)
-	run, err := db.Trigger(ctx, j.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := smTrigger(t, db, j.ID)
 	reclaims := 0
 	for attempt := 1; ; attempt++ {
 		if attempt > maxRetries+2 {

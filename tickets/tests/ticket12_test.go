@@ -1,36 +1,26 @@
 package tests
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Ticket 12: the reaper reclaims only leases whose leased_until has
 // passed. A running run leased for another hour is untouched; a leased
 // run whose lease ran out a minute ago is pending again.
 func TestTicket12ReaperComparison(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := context.Background()
+	db, ctx := smOpen(t)
 	j := smJob(t, db, "0 0 1 1 *", 3, chronos.OverlapAllow)
-	alive, err := db.Trigger(ctx, j.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	alive := smTrigger(t, db, j.ID)
 	c := smClaim(t, db, "alive-worker", time.Minute)
 	if err := db.Start(ctx, c.Lease()); err != nil {
 		t.Fatal(err)
 	}
-	expired, err := db.Trigger(ctx, j.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	expired := smTrigger(t, db, j.ID)
 	smClaim(t, db, "gone-worker", time.Minute)
-	_, err = db.Pool.Exec(ctx, `
+	_, err := db.Pool.Exec(ctx, `
 		UPDATE job_runs SET leased_until = CASE id WHEN $1 THEN now() + interval '1 hour'
 		                                          ELSE now() - interval '1 minute' END
 		 WHERE id IN ($1, $2)`, alive.ID, expired.ID)

@@ -14,7 +14,6 @@ import (
 	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // TestTicket13: shutdown racing the leader ticker. Whatever the
@@ -31,8 +30,7 @@ import (
 // After both have returned, the lock must be free: one that loses track of
 // the lock when cancelled mid-TryLock fails there.
 func TestTicket13(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	obs := reactortest.OpenWarmDB(t, dsn, "t13-observer")
 	// 60 iterations, unless the machine is so loaded that they would take
 	// more than budget: then at least minIterations.

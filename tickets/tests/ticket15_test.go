@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -9,29 +8,25 @@ import (
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/reactor/reactortest"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Ticket 15: WORKER_CONCURRENCY. With a burst of 200 due runs and
 // concurrency 5, the target never sees more than 5 requests in flight from
 // the instance, and all 200 complete.
 func TestTicket15WorkerConcurrency(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	tg := rxNewTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(3 * time.Millisecond) })
 	db := reactortest.OpenDB(t, dsn, "t15-setup")
 	job := rxJob(t, db, &chronos.Job{TargetURL: tg.URL})
 	const n = 200
 	for range n {
-		if _, err := db.Trigger(context.Background(), job.ID); err != nil {
-			t.Fatal(err)
-		}
+		smTrigger(t, db, job.ID)
 	}
 
 	in := rxStart(t, dsn, "t15", rxOptions{Reactor: true, Listener: true, Config: reactor.Config{WorkerConcurrency: 5}})
 	rxEventually(t, 30*time.Second, "all 200 runs succeeded", func() bool {
 		var done int
-		if err := in.DB.Pool.QueryRow(context.Background(),
+		if err := in.DB.Pool.QueryRow(t.Context(),
 			"SELECT count(*) FROM job_runs WHERE job_id = $1 AND status = 'succeeded'", job.ID).Scan(&done); err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,6 @@ import (
 	chttp "github.com/chronoshq/chronos/http"
 	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/reactor/reactortest"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Ticket 16: linear backoff. backoff = linear spaces retries base·n apart,
@@ -26,8 +25,7 @@ import (
 // wide ones, on the whole run, chosen so that the wrong strategy would
 // need several seconds more than the right one plus generous slack.
 func TestTicket16LinearBackoff(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	tg := rxNewTarget(t, func(w nethttp.ResponseWriter, r *nethttp.Request) {
 		w.WriteHeader(nethttp.StatusInternalServerError)
 	})

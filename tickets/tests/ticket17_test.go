@@ -14,8 +14,7 @@ import (
 // rejects a missing or wrong key with 401, WWW-Authenticate and the JSON
 // error envelope; health endpoints stay open; the right key works.
 func TestTicket17APIKeys(t *testing.T) {
-	t.Parallel()
-	a := newAPIServer(t)
+	a := parallelAPI(t)
 	engine, ok := a.Server.Handler().(*gin.Engine)
 	if !ok {
 		t.Fatalf("Handler() is %T, not the gin engine", a.Server.Handler())

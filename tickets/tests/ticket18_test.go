@@ -9,7 +9,6 @@ import (
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/reactor/reactortest"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Ticket 18: LISTEN/NOTIFY wake-up. With IDLE_POLL_INTERVAL at a minute, a
@@ -18,8 +17,7 @@ import (
 // A creates the run with no local publish, and A runs no workers (an API
 // replica), so only B's LISTEN path can explain the start.
 func TestTicket18NotifyWakesAnotherInstance(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	arrived := make(chan time.Time, 16)
 	tg := rxNewTarget(t, func(w http.ResponseWriter, r *http.Request) { arrived <- time.Now() })
 	cfg := reactor.Config{IdlePollInterval: time.Minute}

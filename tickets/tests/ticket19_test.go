@@ -2,14 +2,12 @@ package tests
 
 import (
 	"context"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/reactor/reactortest"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Ticket 19: listener reconnect. Runs created while the listener's
@@ -17,9 +15,8 @@ import (
 // reconnects, from the resync it publishes, without waiting for the idle
 // poll (a minute here).
 func TestTicket19ListenerReconnectResyncs(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
-	tg := rxNewTarget(t, func(w http.ResponseWriter, r *http.Request) {})
+	dsn := parallelDSN(t)
+	tg := rxNewTarget(t, nil)
 	b := rxStart(t, dsn, "t19", rxOptions{
 		Reactor: true, Listener: true, ReconnectDelay: 3 * time.Second,
 		Config: reactor.Config{IdlePollInterval: time.Minute},

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -9,21 +8,15 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Ticket 20: a worker whose lease expired and was reclaimed cannot record
 // success or failure over the new attempt: its late writes are rejected
 // with ErrLeaseLost and change nothing; the new holder's write works.
 func TestTicket20FencingStaleWorker(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := context.Background()
+	db, ctx := smOpen(t)
 	j := smJob(t, db, "0 0 1 1 *", 3, chronos.OverlapAllow)
-	run, err := db.Trigger(ctx, j.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := smTrigger(t, db, j.ID)
 	old := smClaim(t, db, "worker-a", 50*time.Millisecond)
 	if err := db.Start(ctx, old.Lease()); err != nil {
 		t.Fatal(err)
