@@ -157,6 +157,9 @@ func migrateOnce(ctx context.Context, dsn string, fsys fs.FS, opts MigrateOption
 	if err := m.LoadMigrations(fsys); err != nil {
 		return fmt.Errorf("migrate: load migrations: %w", err)
 	}
+	if err := onlineIndexMigrations(m.Migrations); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
 	for _, mig := range m.Migrations {
 		if noTransaction(mig.UpSQL) && !strings.Contains(mig.UpSQL, ternDisableTx) {
 			mig.UpSQL = ternDisableTx + "\n" + mig.UpSQL

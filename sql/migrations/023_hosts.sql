@@ -15,9 +15,9 @@ CREATE FUNCTION chronos_origin(url text) RETURNS text
                 '^([A-Za-z][A-Za-z0-9+.-]*)://(?:[^@/?#]*@)?(\[[^]/?#]*\]|[^:/?#]*)(?::([0-9]*))?') AS m) s
 $$;
 
--- The jobs of an origin: a deferral or an opening breaker moves the
--- pending runs of exactly these jobs.
-CREATE INDEX jobs_origin_idx ON jobs (chronos_origin(target_url));
+-- The jobs of an origin (a deferral or an opening breaker moves the
+-- pending runs of exactly these jobs) have an index built online by
+-- migration 025.
 
 -- How often a run was deferred by its host (429/503 with Retry-After)
 -- without the attempt counting: past a bound the answer counts as an
