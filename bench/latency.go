@@ -7,16 +7,10 @@ import (
 	"time"
 )
 
-// benchLatency: POST /v1/jobs/{id}/trigger to the target receiving the
-// request, one at a time on a quiet instance, then at a fixed rate while
-// background runs stream in.
-func benchLatency(ctx context.Context, b *runner) (*result, error) {
-	f := b.cfg
-	e, err := b.clusterEnv(ctx, instanceOpts{}, false)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
+// runLatency is the latency scenario: POST /v1/jobs/{id}/trigger to the
+// target receiving the request, one at a time on a quiet instance, then at
+// a fixed rate while background runs stream in.
+func runLatency(ctx context.Context, e *env, f Config) (*result, error) {
 	job, err := e.createJob(ctx, map[string]any{
 		"name": "bench-latency", "run_at": farFuture(), "target_url": e.target.base + "/lat", "max_retries": 0,
 	})

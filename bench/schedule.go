@@ -7,16 +7,10 @@ import (
 	"time"
 )
 
-// benchSchedule: K jobs on a seconds-level cron for D seconds; the lag of
-// each delivery behind its scheduled instant, and every occurrence in the
-// window delivered exactly once.
-func benchSchedule(ctx context.Context, b *runner) (*result, error) {
-	f := b.cfg
-	e, err := b.clusterEnv(ctx, instanceOpts{}, true)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
+// runSchedule is the schedule scenario: K jobs on a seconds-level cron for
+// D seconds; the lag of each delivery behind its scheduled instant, and
+// every occurrence in the window delivered exactly once.
+func runSchedule(ctx context.Context, e *env, f Config) (*result, error) {
 	k, seconds := f.Jobs, int(f.Duration/time.Second)
 	if seconds < 1 {
 		seconds = 1
