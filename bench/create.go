@@ -112,10 +112,7 @@ func runCreate(ctx context.Context, e *env, f Config) (*result, error) {
 	res.target("jobs_per_s", float64(created)/took.Seconds(), "jobs/s", "≥ 5000")
 	res.metric("created", float64(created), "jobs")
 	res.ms("took", took)
-	res.ms("post_p50", p.p50)
-	res.ms("post_p90", p.p90)
-	res.ms("post_p99", p.p99)
-	res.ms("post_max", p.max)
+	res.spread("post_", p)
 	cpu.report(res, cpu0, cpu1, created, "job")
 
 	// The batch route: 1,000 jobs a request, a few requests at once.

@@ -62,10 +62,7 @@ func runLatency(ctx context.Context, e *env, f Config) (*result, error) {
 		deliver, answer = append(deliver, d), append(answer, a)
 	}
 	p, pa := percentiles(deliver), percentiles(answer)
-	res.ms("p50", p.p50)
-	res.ms("p90", p.p90)
-	res.ms("p99", p.p99)
-	res.ms("max", p.max)
+	res.spread("", p)
 	res.ms("api_p50", pa.p50)
 	res.ms("api_p99", pa.p99)
 
@@ -139,10 +136,7 @@ func runLatency(ctx context.Context, e *env, f Config) (*result, error) {
 		return nil, fmt.Errorf("%d triggers under load failed, first: %s", len(trigErrs), trigErrs[0])
 	}
 	pl := percentiles(loaded)
-	res.ms("load_p50", pl.p50)
-	res.ms("load_p90", pl.p90)
-	res.ms("load_p99", pl.p99)
-	res.ms("load_max", pl.max)
+	res.spread("load_", pl)
 	res.metric("load_background_per_s", float64(bgDuring)/loadEnd.Sub(loadStart).Seconds(), "runs/s")
 	res.note("under load: %d triggers at %d/s over %s while %d background runs/s were inserted (%d in all)",
 		f.Triggers, f.Rate, phase.Round(time.Millisecond), f.LoadRate, inserted)

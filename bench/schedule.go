@@ -90,10 +90,7 @@ func runSchedule(ctx context.Context, e *env, f Config) (*result, error) {
 	}
 	p := percentiles(lags)
 	missed := expected - len(got)
-	res.ms("lag_p50", p.p50)
-	res.ms("lag_p90", p.p90)
-	res.ms("lag_p99", p.p99)
-	res.ms("lag_max", p.max)
+	res.spread("lag_", p)
 	res.ms("lag_min", p.min)
 	pf := percentiles(firsts)
 	res.ms("first_of_instant_p50", pf.p50)
