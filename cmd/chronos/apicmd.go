@@ -6,9 +6,22 @@ import (
 	"github.com/chronoshq/chronos/client"
 )
 
-// The builders of the commands that call the API (jobs, runs): each
-// command says what it does with the client and the job; making the
-// client from the flags, the arguments and their completion live here.
+// The builders of the commands that call the API (jobs, runs, limits,
+// calendars, hosts): each command says what it does with the client and
+// the job; making the client from the flags, the arguments and their
+// completion live here.
+
+// apiGroup is the group command use (jobs, runs, limits, calendars)
+// whose subcommands call the API: its API flags, persistent so that every
+// subcommand has them, and the subcommands made with them.
+func apiGroup(env *environ, use, short string, subs ...func(a *apiFlags) *cobra.Command) *cobra.Command {
+	cmd := groupCmd(use, short)
+	a := addAPIFlags(cmd, env)
+	for _, sub := range subs {
+		cmd.AddCommand(sub(a))
+	}
+	return cmd
+}
 
 // apiRunFunc is what a command that calls the API does, given the client
 // its flags describe.

@@ -15,30 +15,18 @@ import (
 	"github.com/chronoshq/chronos/client"
 )
 
-// newCalendarsCmd is `chronos calendars list|get|apply|delete`.
-func newCalendarsCmd(env *environ) *cobra.Command {
-	cmd := groupCmd("calendars", "list, inspect and change holiday calendars over the API")
-	a := addAPIFlags(cmd, env)
-	cmd.AddCommand(calendarsList(a), calendarsGet(a), calendarsApply(a), calendarsDelete(a))
-	return cmd
-}
-
 func calendarsList(a *apiFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "list calendars",
 		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			cs, err := c.ListCalendars(cmd.Context())
 			if err != nil {
 				return err
 			}
 			return a.out.print(cs, func(t *tabwriter.Writer) string { calendarTable(t, cs); return "" })
-		},
+		}),
 	}
 }
 
@@ -62,11 +50,7 @@ func calendarsGet(a *apiFlags) *cobra.Command {
 		Use:   "get NAME",
 		Short: "show a calendar and its dates",
 		Args:  exactArgs(1, "one calendar name"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			cal, err := c.GetCalendar(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -75,7 +59,7 @@ func calendarsGet(a *apiFlags) *cobra.Command {
 				calendarTable(t, []*chronos.Calendar{cal})
 				return "dates: " + strings.Join(cal.Dates, " ")
 			})
-		},
+		}),
 	}
 }
 
@@ -180,11 +164,7 @@ func calendarsDelete(a *apiFlags) *cobra.Command {
 		Use:   "delete NAME...",
 		Short: "delete calendars (refused while a job names one)",
 		Args:  atLeastArgs(1, "calendar names"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			for _, n := range args {
 				if err := c.DeleteCalendar(cmd.Context(), n); err != nil {
 					return fmt.Errorf("%s: %w", n, err)
@@ -192,6 +172,6 @@ func calendarsDelete(a *apiFlags) *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "deleted calendar %s\n", n)
 			}
 			return nil
-		},
+		}),
 	}
 }

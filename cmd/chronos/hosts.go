@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/client"
 )
 
 // newHostsCmd is `chronos hosts [ORIGIN]`: the hosts in trouble, with
@@ -25,11 +26,7 @@ func newHostsCmd(env *environ) *cobra.Command {
 		},
 	}
 	a := addAPIFlags(cmd, env)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c, err := a.client()
-		if err != nil {
-			return err
-		}
+	cmd.RunE = a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
 		if len(args) == 1 {
 			h, err := c.GetHost(cmd.Context(), args[0])
 			if err != nil {
@@ -51,7 +48,7 @@ func newHostsCmd(env *environ) *cobra.Command {
 			}
 			return ""
 		})
-	}
+	})
 	return cmd
 }
 

@@ -16,17 +16,6 @@ import (
 	"github.com/chronoshq/chronos/client"
 )
 
-// newJobsCmd is `chronos jobs ...`.
-func newJobsCmd(env *environ) *cobra.Command {
-	cmd := groupCmd("jobs", "list, inspect and change jobs over the API")
-	a := addAPIFlags(cmd, env)
-	cmd.AddCommand(jobsList(a), jobsGet(a), jobsCreate(a), jobsUpdate(a),
-		jobsEnable(a, "pause", false), jobsEnable(a, "resume", true),
-		jobsTrigger(a), jobsDelete(a), jobsHistory(a), jobsSchedule(a))
-	cmd.AddCommand(jobsBackfill(a))
-	return cmd
-}
-
 func jobsList(a *apiFlags) *cobra.Command {
 	var f client.JobFilter
 	var enabled, selector string
@@ -338,6 +327,12 @@ func jobsUpdate(a *apiFlags) *cobra.Command {
 	f.add(cmd, false)
 	return cmd
 }
+
+// jobsPause is `jobs pause`: jobsEnable with enabled false.
+func jobsPause(a *apiFlags) *cobra.Command { return jobsEnable(a, "pause", false) }
+
+// jobsResume is `jobs resume`: jobsEnable with enabled true.
+func jobsResume(a *apiFlags) *cobra.Command { return jobsEnable(a, "resume", true) }
 
 // jobsEnable is pause (enabled false) or resume (true), by ids and names
 // or by a label selector.

@@ -11,25 +11,12 @@ import (
 	"github.com/chronoshq/chronos/client"
 )
 
-// newLimitsCmd is `chronos limits ...`: named concurrency and rate limits
-// that jobs share through their limit_key.
-func newLimitsCmd(env *environ) *cobra.Command {
-	cmd := groupCmd("limits", "list, inspect and change the limits jobs share (limit_key)")
-	a := addAPIFlags(cmd, env)
-	cmd.AddCommand(limitsList(a), limitsGet(a), limitsPut(a), limitsDelete(a))
-	return cmd
-}
-
 func limitsList(a *apiFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "list limits with their runs in flight, tokens left and runs waiting",
 		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			ls, err := c.ListLimits(cmd.Context())
 			if err != nil {
 				return err
@@ -38,7 +25,7 @@ func limitsList(a *apiFlags) *cobra.Command {
 				limitTable(t, ls)
 				return ""
 			})
-		},
+		}),
 	}
 }
 
@@ -84,17 +71,13 @@ func limitsGet(a *apiFlags) *cobra.Command {
 		Use:   "get KEY",
 		Short: "show one limit and its state",
 		Args:  exactArgs(1, "one limit key"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			l, err := c.GetLimit(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			return a.out.print(l, func(t *tabwriter.Writer) string { fields(t, l); return "" })
-		},
+		}),
 	}
 }
 
@@ -144,11 +127,7 @@ func limitsDelete(a *apiFlags) *cobra.Command {
 		Use:   "delete KEY...",
 		Short: "delete limits no job names",
 		Args:  atLeastArgs(1, "limit keys"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			for _, key := range args {
 				if err := c.DeleteLimit(cmd.Context(), key); err != nil {
 					return fmt.Errorf("%s: %w", key, err)
@@ -156,6 +135,6 @@ func limitsDelete(a *apiFlags) *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "deleted limit %s\n", key)
 			}
 			return nil
-		},
+		}),
 	}
 }

@@ -12,14 +12,6 @@ import (
 	"github.com/chronoshq/chronos/client"
 )
 
-// newRunsCmd is `chronos runs ...`.
-func newRunsCmd(env *environ) *cobra.Command {
-	cmd := groupCmd("runs", "list and inspect runs, and redrive dead ones (the dead-letter queue)")
-	a := addAPIFlags(cmd, env)
-	cmd.AddCommand(runsList(a), runsGet(a), runsRedrive(a))
-	return cmd
-}
-
 // runFilterFlags are the filters of GET /v1/runs and POST /v1/runs/redrive.
 type runFilterFlags struct {
 	job, status, trigger, since, until string
