@@ -22,10 +22,7 @@ func calendarsList(a *apiFlags) *cobra.Command {
 		Args:  noArgs,
 		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			cs, err := c.ListCalendars(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return a.out.print(cs, func(t *tabwriter.Writer) string { calendarTable(t, cs); return "" })
+			return a.out.printResult(cs, err, func(t *tabwriter.Writer) string { calendarTable(t, cs); return "" })
 		}),
 	}
 }
@@ -52,10 +49,7 @@ func calendarsGet(a *apiFlags) *cobra.Command {
 		Args:  exactArgs(1, "one calendar name"),
 		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			cal, err := c.GetCalendar(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.out.print(cal, func(t *tabwriter.Writer) string {
+			return a.out.printResult(cal, err, func(t *tabwriter.Writer) string {
 				calendarTable(t, []*chronos.Calendar{cal})
 				return "dates: " + strings.Join(cal.Dates, " ")
 			})
@@ -119,10 +113,7 @@ Calendar).`,
 				return err
 			}
 			cal, err := c.PutCalendar(cmd.Context(), args[0], spec)
-			if err != nil {
-				return err
-			}
-			return a.out.print(cal, func(t *tabwriter.Writer) string { calendarTable(t, []*chronos.Calendar{cal}); return "" })
+			return a.out.printResult(cal, err, func(t *tabwriter.Writer) string { calendarTable(t, []*chronos.Calendar{cal}); return "" })
 		},
 	}
 	fl := cmd.Flags()

@@ -29,19 +29,13 @@ func newHostsCmd(env *environ) *cobra.Command {
 	cmd.RunE = a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
 		if len(args) == 1 {
 			h, err := c.GetHost(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.out.print(h, func(t *tabwriter.Writer) string {
+			return a.out.printResult(h, err, func(t *tabwriter.Writer) string {
 				fields(t, h)
 				return ""
 			})
 		}
 		hs, err := c.ListHosts(cmd.Context())
-		if err != nil {
-			return err
-		}
-		return a.out.print(hs, func(t *tabwriter.Writer) string {
+		return a.out.printResult(hs, err, func(t *tabwriter.Writer) string {
 			hostTable(t, hs)
 			if len(hs) == 0 {
 				return "(no host has deferred runs or failed)"

@@ -92,10 +92,7 @@ func labelString(l map[string]string) string {
 func jobsGet(a *apiFlags) *cobra.Command {
 	return a.oneJob(&cobra.Command{Use: "get", Short: "show one job"}, func(cmd *cobra.Command, c *client.Client, args []string) error {
 		j, err := resolveJob(cmd.Context(), c, args[0])
-		if err != nil {
-			return err
-		}
-		return a.out.print(j, func(t *tabwriter.Writer) string { fields(t, j); return "" })
+		return a.out.printResult(j, err, func(t *tabwriter.Writer) string { fields(t, j); return "" })
 	})
 }
 
@@ -280,10 +277,7 @@ func jobsCreate(a *apiFlags) *cobra.Command {
 			}
 			b, _ := json.Marshal(body)
 			j, err := c.CreateJobJSON(cmd.Context(), b)
-			if err != nil {
-				return err
-			}
-			return a.out.print(j, func(t *tabwriter.Writer) string {
+			return a.out.printResult(j, err, func(t *tabwriter.Writer) string {
 				jobTable(t, []*chronos.Job{&j.Job})
 				if j.SigningSecret != "" {
 					return fmt.Sprintf("signing secret (shown once): %s", j.SigningSecret)
@@ -318,10 +312,7 @@ func jobsUpdate(a *apiFlags) *cobra.Command {
 			}
 			b, _ := json.Marshal(body)
 			j, err := c.UpdateJobJSON(cmd.Context(), id, b)
-			if err != nil {
-				return err
-			}
-			return a.out.print(j, func(t *tabwriter.Writer) string { jobTable(t, []*chronos.Job{j}); return "" })
+			return a.out.printResult(j, err, func(t *tabwriter.Writer) string { jobTable(t, []*chronos.Job{j}); return "" })
 		}),
 	}
 	f.add(cmd, false)
@@ -422,10 +413,7 @@ func bulkEnable(ctx context.Context, c *client.Client, sel client.Selector, enab
 func jobsTrigger(a *apiFlags) *cobra.Command {
 	return a.jobCmd(&cobra.Command{Use: "trigger", Short: "run a job now (a manual run)"}, func(cmd *cobra.Command, c *client.Client, id int64) error {
 		r, err := c.TriggerJob(cmd.Context(), id)
-		if err != nil {
-			return err
-		}
-		return a.out.print(r, func(t *tabwriter.Writer) string { runTable(t, []*chronos.Run{r}); return "" })
+		return a.out.printResult(r, err, func(t *tabwriter.Writer) string { runTable(t, []*chronos.Run{r}); return "" })
 	})
 }
 
@@ -468,10 +456,7 @@ func jobsHistory(a *apiFlags) *cobra.Command {
 			return err
 		}
 		p, err := c.JobHistory(cmd.Context(), id, limit, cursor)
-		if err != nil {
-			return err
-		}
-		return a.out.print(p, func(t *tabwriter.Writer) string {
+		return a.out.printResult(p, err, func(t *tabwriter.Writer) string {
 			row(t, "AT", "ACTOR", "ACTION", "CHANGED")
 			for _, e := range p.Entries {
 				var names []string
@@ -522,10 +507,7 @@ func jobsSchedule(a *apiFlags) *cobra.Command {
 			return err
 		}
 		s, err := c.JobSchedule(cmd.Context(), id, count, at)
-		if err != nil {
-			return err
-		}
-		return a.out.print(s, func(t *tabwriter.Writer) string {
+		return a.out.printResult(s, err, func(t *tabwriter.Writer) string {
 			row(t, "FIRE TIME (UTC)", "LOCAL")
 			for i, ft := range s.FireTimes {
 				local := "-"

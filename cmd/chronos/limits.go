@@ -73,10 +73,7 @@ func limitsGet(a *apiFlags) *cobra.Command {
 		Args:  exactArgs(1, "one limit key"),
 		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			l, err := c.GetLimit(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.out.print(l, func(t *tabwriter.Writer) string { fields(t, l); return "" })
+			return a.out.printResult(l, err, func(t *tabwriter.Writer) string { fields(t, l); return "" })
 		}),
 	}
 }
@@ -109,10 +106,7 @@ func limitsPut(a *apiFlags) *cobra.Command {
 				return err
 			}
 			l, err := c.PutLimit(cmd.Context(), args[0], s)
-			if err != nil {
-				return err
-			}
-			return a.out.print(l, func(t *tabwriter.Writer) string { fields(t, l); return "" })
+			return a.out.printResult(l, err, func(t *tabwriter.Writer) string { fields(t, l); return "" })
 		},
 	}
 	fl := cmd.Flags()

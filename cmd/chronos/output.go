@@ -64,6 +64,15 @@ func (o *output) print(v any, table func(t *tabwriter.Writer) (footer string)) e
 	return nil
 }
 
+// printResult is the tail of most API commands: the error of the call
+// that returned v, or else v printed (see print).
+func (o *output) printResult(v any, err error, table func(t *tabwriter.Writer) (footer string)) error {
+	if err != nil {
+		return err
+	}
+	return o.print(v, table)
+}
+
 // row writes one tab-separated table row.
 func row(t io.Writer, cells ...string) {
 	fmt.Fprintln(t, strings.Join(cells, "\t"))

@@ -121,10 +121,7 @@ func runsGet(a *apiFlags) *cobra.Command {
 				return usagef("get: run id %q is not a number", args[0])
 			}
 			r, err := c.GetRun(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			return a.out.print(r, func(t *tabwriter.Writer) string {
+			return a.out.printResult(r, err, func(t *tabwriter.Writer) string {
 				fields(t, r, "attempts")
 				row(t, "", "")
 				row(t, "ATTEMPT", "STARTED", "DURATION", "STATUS", "ERROR")
