@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/chronoshq/chronos/client"
@@ -46,6 +49,23 @@ func (a *apiFlags) oneJob(cmd *cobra.Command, run apiRunFunc) *cobra.Command {
 	cmd.Args = exactArgs(1, "one job id or name")
 	cmd.ValidArgsFunction = completeJobs(a)
 	cmd.RunE = a.runE(run)
+	return cmd
+}
+
+// deleteCmd completes cmd as the delete command of things named by a
+// key (limits, calendars): del deletes each argument in turn, and stderr
+// says so ("deleted limit api"); the first failure stops it, naming its
+// argument.
+func (a *apiFlags) deleteCmd(cmd *cobra.Command, noun string, del func(c *client.Client, ctx context.Context, key string) error) *cobra.Command {
+	cmd.RunE = a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
+		for _, key := range args {
+			if err := del(c, cmd.Context(), key); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "deleted %s %s\n", noun, key)
+		}
+		return nil
+	})
 	return cmd
 }
 

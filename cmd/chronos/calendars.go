@@ -3,7 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"fmt"
+	"cmp"
 	"os"
 	"strconv"
 	"strings"
@@ -81,21 +81,20 @@ Calendar).`,
 			if given != 1 {
 				return usagef("calendars apply: give exactly one of --date, --dates-file or --ical")
 			}
+			var file []byte
+			if path := cmp.Or(icalFile, datesFile); path != "" { // one of them, as given is 1
+				var err error
+				if file, err = readInput(cmd, path); err != nil {
+					return err
+				}
+			}
 			spec := client.CalendarSpec{Description: description}
 			switch {
 			case icalFile != "":
-				b, err := readInput(cmd, icalFile)
-				if err != nil {
-					return err
-				}
-				s := string(b)
+				s := string(file)
 				spec.ICal = &s
 			case datesFile != "":
-				b, err := readInput(cmd, datesFile)
-				if err != nil {
-					return err
-				}
-				ds := datesOf(b)
+				ds := datesOf(file)
 				spec.Dates = &ds
 			default:
 				var ds []string
@@ -151,18 +150,9 @@ func datesOf(b []byte) []string {
 }
 
 func calendarsDelete(a *apiFlags) *cobra.Command {
-	return &cobra.Command{
+	return a.deleteCmd(&cobra.Command{
 		Use:   "delete NAME...",
 		Short: "delete calendars (refused while a job names one)",
 		Args:  atLeastArgs(1, "calendar names"),
-		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
-			for _, n := range args {
-				if err := c.DeleteCalendar(cmd.Context(), n); err != nil {
-					return fmt.Errorf("%s: %w", n, err)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "deleted calendar %s\n", n)
-			}
-			return nil
-		}),
-	}
+	}, "calendar", (*client.Client).DeleteCalendar)
 }

@@ -37,22 +37,15 @@ func jobsList(a *apiFlags) *cobra.Command {
 			if f.Labels, err = client.ParseSelector(selector); err != nil {
 				return usageError{err}
 			}
-			var page *client.JobPage
+			page := &client.JobPage{}
 			if all {
-				jobs, err := c.AllJobs(cmd.Context(), f)
-				if err != nil {
-					return err
-				}
-				page = &client.JobPage{Jobs: jobs}
-			} else if page, err = c.ListJobs(cmd.Context(), f); err != nil {
-				return err
+				page.Jobs, err = c.AllJobs(cmd.Context(), f)
+			} else {
+				page, err = c.ListJobs(cmd.Context(), f)
 			}
-			return a.out.print(page, func(t *tabwriter.Writer) string {
+			return a.out.printResult(page, err, func(t *tabwriter.Writer) string {
 				jobTable(t, page.Jobs)
-				if page.NextCursor != "" {
-					return fmt.Sprintf("(more: --cursor %s, or --all)", page.NextCursor)
-				}
-				return ""
+				return nextPage(page.NextCursor, ", or --all")
 			})
 		}),
 	}
@@ -465,10 +458,7 @@ func jobsHistory(a *apiFlags) *cobra.Command {
 				}
 				row(t, e.At.UTC().Format(time.RFC3339), e.Actor, e.Action, truncate(strings.Join(sorted(names), ", "), 80))
 			}
-			if p.NextCursor != "" {
-				return fmt.Sprintf("(more: --cursor %s)", p.NextCursor)
-			}
-			return ""
+			return nextPage(p.NextCursor, "")
 		})
 	})
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size")

@@ -59,13 +59,6 @@ func limitRate(l *chronos.Limit) string {
 	return fmt.Sprintf("%d/%ds", *l.Rate, per)
 }
 
-func intp(v *int) string {
-	if v == nil {
-		return "-"
-	}
-	return strconv.Itoa(*v)
-}
-
 func limitsGet(a *apiFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "get KEY",
@@ -117,18 +110,9 @@ func limitsPut(a *apiFlags) *cobra.Command {
 }
 
 func limitsDelete(a *apiFlags) *cobra.Command {
-	return &cobra.Command{
+	return a.deleteCmd(&cobra.Command{
 		Use:   "delete KEY...",
 		Short: "delete limits no job names",
 		Args:  atLeastArgs(1, "limit keys"),
-		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
-			for _, key := range args {
-				if err := c.DeleteLimit(cmd.Context(), key); err != nil {
-					return fmt.Errorf("%s: %w", key, err)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "deleted limit %s\n", key)
-			}
-			return nil
-		}),
-	}
+	}, "limit", (*client.Client).DeleteLimit)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -142,6 +143,23 @@ func strp(s *string) string {
 		return "-"
 	}
 	return *s
+}
+
+// nextPage is the footer of a page of a list: how to ask for the next
+// page (or, followed by or), or "" on the last page.
+func nextPage(cursor, or string) string {
+	if cursor == "" {
+		return ""
+	}
+	return "(more: --cursor " + cursor + or + ")"
+}
+
+// intp is an optional number for a table cell ("-" when absent).
+func intp(v *int) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.Itoa(*v)
 }
 
 // truncate shortens s to n runes for a table cell.

@@ -79,15 +79,9 @@ func runsList(a *apiFlags) *cobra.Command {
 			} else {
 				p, err = c.ListRuns(cmd.Context(), f)
 			}
-			if err != nil {
-				return err
-			}
-			return a.out.print(p, func(t *tabwriter.Writer) string {
+			return a.out.printResult(p, err, func(t *tabwriter.Writer) string {
 				runTable(t, p.Runs)
-				if p.NextCursor != "" {
-					return fmt.Sprintf("(more: --cursor %s)", p.NextCursor)
-				}
-				return ""
+				return nextPage(p.NextCursor, "")
 			})
 		}),
 	}
@@ -101,12 +95,8 @@ func runsList(a *apiFlags) *cobra.Command {
 func runTable(t *tabwriter.Writer, runs []*chronos.Run) {
 	row(t, "ID", "JOB", "SCHEDULED", "TRIGGER", "STATUS", "ATTEMPTS", "LAST STATUS", "LAST ERROR")
 	for _, r := range runs {
-		code := "-"
-		if r.LastStatusCode != nil {
-			code = strconv.Itoa(*r.LastStatusCode)
-		}
 		row(t, strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.JobID, 10), when(&r.ScheduledAt), string(r.Trigger), string(r.Status),
-			strconv.Itoa(r.AttemptCount), code, truncate(strp(r.LastError), 60))
+			strconv.Itoa(r.AttemptCount), intp(r.LastStatusCode), truncate(strp(r.LastError), 60))
 	}
 }
 
@@ -126,14 +116,11 @@ func runsGet(a *apiFlags) *cobra.Command {
 				row(t, "", "")
 				row(t, "ATTEMPT", "STARTED", "DURATION", "STATUS", "ERROR")
 				for _, at := range r.Attempts {
-					code, dur := "-", "-"
-					if at.StatusCode != nil {
-						code = strconv.Itoa(*at.StatusCode)
-					}
+					dur := "-"
 					if at.DurationMS != nil {
 						dur = (time.Duration(*at.DurationMS) * time.Millisecond).String()
 					}
-					row(t, strconv.Itoa(at.Attempt), when(&at.StartedAt), dur, code, truncate(strp(at.Error), 60))
+					row(t, strconv.Itoa(at.Attempt), when(&at.StartedAt), dur, intp(at.StatusCode), truncate(strp(at.Error), 60))
 				}
 				return ""
 			})
