@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -65,6 +66,16 @@ func (a *apiFlags) deleteCmd(cmd *cobra.Command, noun string, del func(c *client
 			fmt.Fprintf(cmd.ErrOrStderr(), "deleted %s %s\n", noun, key)
 		}
 		return nil
+	})
+	return cmd
+}
+
+// getCmd completes cmd as the get command of things named by a key
+// (limits, calendars): get fetches the argument's, printed with table.
+func getCmd[T any](a *apiFlags, cmd *cobra.Command, get func(c *client.Client, ctx context.Context, key string) (T, error), table func(t *tabwriter.Writer, v T) (footer string)) *cobra.Command {
+	cmd.RunE = a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
+		v, err := get(c, cmd.Context(), args[0])
+		return a.out.printResult(v, err, func(t *tabwriter.Writer) string { return table(t, v) })
 	})
 	return cmd
 }

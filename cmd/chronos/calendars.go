@@ -43,18 +43,11 @@ func calendarTable(t *tabwriter.Writer, cs []*chronos.Calendar) {
 }
 
 func calendarsGet(a *apiFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "get NAME",
-		Short: "show a calendar and its dates",
-		Args:  exactArgs(1, "one calendar name"),
-		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
-			cal, err := c.GetCalendar(cmd.Context(), args[0])
-			return a.out.printResult(cal, err, func(t *tabwriter.Writer) string {
-				calendarTable(t, []*chronos.Calendar{cal})
-				return "dates: " + strings.Join(cal.Dates, " ")
-			})
-		}),
-	}
+	cmd := &cobra.Command{Use: "get NAME", Short: "show a calendar and its dates", Args: exactArgs(1, "one calendar name")}
+	return getCmd(a, cmd, (*client.Client).GetCalendar, func(t *tabwriter.Writer, cal *chronos.Calendar) string {
+		calendarTable(t, []*chronos.Calendar{cal})
+		return "dates: " + strings.Join(cal.Dates, " ")
+	})
 }
 
 func calendarsApply(a *apiFlags) *cobra.Command {

@@ -60,15 +60,8 @@ func limitRate(l *chronos.Limit) string {
 }
 
 func limitsGet(a *apiFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "get KEY",
-		Short: "show one limit and its state",
-		Args:  exactArgs(1, "one limit key"),
-		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
-			l, err := c.GetLimit(cmd.Context(), args[0])
-			return a.out.printResult(l, err, func(t *tabwriter.Writer) string { fields(t, l); return "" })
-		}),
-	}
+	cmd := &cobra.Command{Use: "get KEY", Short: "show one limit and its state", Args: exactArgs(1, "one limit key")}
+	return getCmd(a, cmd, (*client.Client).GetLimit, func(t *tabwriter.Writer, l *chronos.Limit) string { fields(t, l); return "" })
 }
 
 func limitsPut(a *apiFlags) *cobra.Command {
