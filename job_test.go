@@ -21,6 +21,13 @@ func validJob() *Job {
 	return j
 }
 
+// validateChanged is what Validate says of validJob changed by change.
+func validateChanged(change func(*Job)) error {
+	j := validJob()
+	change(j)
+	return j.Validate()
+}
+
 func TestApplyDefaults(t *testing.T) {
 	t.Parallel()
 	j := &Job{Method: "put"}
@@ -131,9 +138,7 @@ func TestJobValidateRejects(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			j := validJob()
-			tc.mutate(j)
-			err := j.Validate()
+			err := validateChanged(tc.mutate)
 			if err == nil {
 				t.Fatal("Validate accepted an invalid job")
 			}

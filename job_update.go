@@ -54,16 +54,7 @@ type JobUpdate struct {
 // spent disabled is not caught up. The caller validates j afterwards.
 func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 	f := map[string]string{}
-	nonNull := func(name string, set, null bool) bool {
-		if set && null {
-			f[name] = "cannot be null"
-			return false
-		}
-		return set
-	}
-	if nonNull("name", u.Name.Set, u.Name.Null) {
-		j.Name = u.Name.Value
-	}
+	setNonNull(f, "name", u.Name, &j.Name)
 	if u.Description.Set {
 		j.Description = u.Description.Value // null clears it
 	}
@@ -101,9 +92,7 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 		}
 		rescheduled = true
 	}
-	if nonNull("target_url", u.TargetURL.Set, u.TargetURL.Null) {
-		j.TargetURL = u.TargetURL.Value
-	}
+	setNonNull(f, "target_url", u.TargetURL, &j.TargetURL)
 	if u.Method.Set {
 		if u.Method.Null {
 			j.Method = http.MethodPost
@@ -148,29 +137,14 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 			j.LimitKey = &v
 		}
 	}
-	if nonNull("timeout_seconds", u.TimeoutSeconds.Set, u.TimeoutSeconds.Null) {
-		j.TimeoutSeconds = u.TimeoutSeconds.Value
-	}
-	if nonNull("max_retries", u.MaxRetries.Set, u.MaxRetries.Null) {
-		j.MaxRetries = u.MaxRetries.Value
-	}
-	if nonNull("backoff", u.Backoff.Set, u.Backoff.Null) {
-		j.Backoff = u.Backoff.Value
-	}
-	if nonNull("backoff_base_seconds", u.BackoffBaseSeconds.Set, u.BackoffBaseSeconds.Null) {
-		j.BackoffBaseSeconds = u.BackoffBaseSeconds.Value
-	}
-	if nonNull("backoff_max_seconds", u.BackoffMaxSeconds.Set, u.BackoffMaxSeconds.Null) {
-		j.BackoffMaxSeconds = u.BackoffMaxSeconds.Value
-	}
-	if nonNull("overlap", u.Overlap.Set, u.Overlap.Null) {
-		j.Overlap = u.Overlap.Value
-	}
-	if nonNull("enabled", u.Enabled.Set, u.Enabled.Null) {
-		if u.Enabled.Value && !j.Enabled {
-			rescheduled = true
-		}
-		j.Enabled = u.Enabled.Value
+	setNonNull(f, "timeout_seconds", u.TimeoutSeconds, &j.TimeoutSeconds)
+	setNonNull(f, "max_retries", u.MaxRetries, &j.MaxRetries)
+	setNonNull(f, "backoff", u.Backoff, &j.Backoff)
+	setNonNull(f, "backoff_base_seconds", u.BackoffBaseSeconds, &j.BackoffBaseSeconds)
+	setNonNull(f, "backoff_max_seconds", u.BackoffMaxSeconds, &j.BackoffMaxSeconds)
+	setNonNull(f, "overlap", u.Overlap, &j.Overlap)
+	if wasEnabled := j.Enabled; setNonNull(f, "enabled", u.Enabled, &j.Enabled) && j.Enabled && !wasEnabled {
+		rescheduled = true
 	}
 	u.applyPolicies(j)
 	u.applyCalendars(j)
@@ -178,6 +152,20 @@ func (u *JobUpdate) Apply(j *Job) (rescheduled bool, err error) {
 		return false, InvalidFields(f)
 	}
 	return rescheduled, nil
+}
+
+// setNonNull sets *dst to o's value when o is Set and reports whether it
+// did. A field that cannot be null refuses a null: f (the invalid fields
+// of the update) notes it under name, and *dst stays.
+func setNonNull[T any](f map[string]string, name string, o Opt[T], dst *T) bool {
+	if o.Set && o.Null {
+		f[name] = "cannot be null"
+		return false
+	}
+	if o.Set {
+		*dst = o.Value
+	}
+	return o.Set
 }
 
 // applyPolicies applies the scheduling policy fields. null clears

@@ -42,26 +42,29 @@ func ValidLabelKey(k string) string {
 		}
 		name = rest
 	}
-	switch {
-	case name == "":
+	if name == "" {
 		return "name part must not be empty"
-	case len(name) > maxLabelNameLength:
-		return fmt.Sprintf("name part must be at most %d characters", maxLabelNameLength)
-	case !labelNameRE.MatchString(name):
-		return "name part must be alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric"
 	}
-	return ""
+	return labelWord(name, "name part ", "")
 }
 
 // ValidLabelValue returns why v is not a valid label value, or "".
 func ValidLabelValue(v string) string {
-	switch {
-	case v == "":
+	if v == "" {
 		return ""
-	case len(v) > maxLabelNameLength:
-		return fmt.Sprintf("must be at most %d characters", maxLabelNameLength)
-	case !labelNameRE.MatchString(v):
-		return "must be empty or alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric"
+	}
+	return labelWord(v, "", "empty or ")
+}
+
+// labelWord returns why s, a label's name part or a value, breaks their
+// shared syntax, or "": the reason begins with subject and offers or
+// beside the syntax.
+func labelWord(s, subject, or string) string {
+	switch {
+	case len(s) > maxLabelNameLength:
+		return fmt.Sprintf("%smust be at most %d characters", subject, maxLabelNameLength)
+	case !labelNameRE.MatchString(s):
+		return subject + "must be " + or + "alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric"
 	}
 	return ""
 }

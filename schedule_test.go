@@ -56,12 +56,19 @@ func runOccurrenceCases(t *testing.T, cases []occurrenceCase) {
 	}
 }
 
-// America/New_York: 2026-03-08 02:00 EST (UTC-5) jumps to 03:00 EDT (UTC-4)
-// at 07:00Z; 2026-11-01 02:00 EDT falls back to 01:00 EST at 06:00Z.
-func TestNextOccurrenceNewYorkDST(t *testing.T) {
+// NextOccurrence across the DST transitions of New York and Berlin, and
+// over each cron field, in one table.
+func TestNextOccurrence(t *testing.T) {
 	t.Parallel()
-	const ny = "America/New_York"
+	const (
+		ny     = "America/New_York"
+		berlin = "Europe/Berlin"
+		utc    = "UTC"
+	)
 	runOccurrenceCases(t, []occurrenceCase{
+		// America/New_York: 2026-03-08 02:00 EST (UTC-5) jumps to 03:00 EDT
+		// (UTC-4) at 07:00Z; 2026-11-01 02:00 EDT falls back to 01:00 EST at
+		// 06:00Z.
 		// Spring forward: 02:00-02:59 does not exist on 2026-03-08.
 		{"gap time fires at end of gap", "30 2 * * *", ny, "2026-03-07T12:00:00Z", "2026-03-08T07:00:00Z"},
 		{"gap day is not skipped (gronx alone jumps to the 9th)", "30 2 * * *", ny, "2026-03-08T06:59:59Z", "2026-03-08T07:00:00Z"},
@@ -96,15 +103,10 @@ func TestNextOccurrenceNewYorkDST(t *testing.T) {
 		{"02:00 after fall back", "0 2 * * *", ny, "2026-10-31T12:00:00Z", "2026-11-01T07:00:00Z"},
 		{"midnight before fall back", "0 0 * * *", ny, "2026-10-31T12:00:00Z", "2026-11-01T04:00:00Z"},
 		{"daily normal", "0 9 * * *", ny, "2026-06-01T00:00:00Z", "2026-06-01T13:00:00Z"},
-	})
-}
 
-// Europe/Berlin: 2026-03-29 02:00 CET (UTC+1) jumps to 03:00 CEST (UTC+2) at
-// 01:00Z; 2026-10-25 03:00 CEST falls back to 02:00 CET at 01:00Z.
-func TestNextOccurrenceBerlinDST(t *testing.T) {
-	t.Parallel()
-	const berlin = "Europe/Berlin"
-	runOccurrenceCases(t, []occurrenceCase{
+		// Europe/Berlin: 2026-03-29 02:00 CET (UTC+1) jumps to 03:00 CEST
+		// (UTC+2) at 01:00Z; 2026-10-25 03:00 CEST falls back to 02:00 CET at
+		// 01:00Z.
 		{"gap time fires at end of gap", "30 2 * * *", berlin, "2026-03-28T12:00:00Z", "2026-03-29T01:00:00Z"},
 		{"day after the gap", "30 2 * * *", berlin, "2026-03-29T01:00:00Z", "2026-03-30T00:30:00Z"},
 		{"every 10 min across the gap", "*/10 * * * *", berlin, "2026-03-29T00:50:00Z", "2026-03-29T01:00:00Z"},
@@ -117,13 +119,8 @@ func TestNextOccurrenceBerlinDST(t *testing.T) {
 		{"hourly fires in both passes", "0 * * * *", berlin, "2026-10-25T00:00:00Z", "2026-10-25T01:00:00Z"},
 		{"hourly after both passes", "0 * * * *", berlin, "2026-10-25T01:00:00Z", "2026-10-25T02:00:00Z"},
 		{"fixed 02:15 fires once", "15 2 * * *", berlin, "2026-10-25T00:15:00Z", "2026-10-26T01:15:00Z"},
-	})
-}
 
-func TestNextOccurrenceFields(t *testing.T) {
-	t.Parallel()
-	const utc = "UTC"
-	runOccurrenceCases(t, []occurrenceCase{
+		// The fields, in UTC.
 		// Seconds field (6 fields, seconds first).
 		{"every 10 seconds", "*/10 * * * * *", utc, "2026-01-01T12:00:05Z", "2026-01-01T12:00:10Z"},
 		{"seconds at a fixed time", "30 0 12 * * *", utc, "2026-01-01T00:00:00Z", "2026-01-01T12:00:30Z"},

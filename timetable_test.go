@@ -223,9 +223,7 @@ func TestValidatePolicies(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			j := validJob()
-			tc.mod(j)
-			err := j.Validate()
+			err := validateChanged(tc.mod)
 			var e *Error
 			if !errors.As(err, &e) || e.Fields[tc.field] == "" {
 				t.Fatalf("Validate = %v, want a complaint about %s", err, tc.field)

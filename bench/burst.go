@@ -34,13 +34,7 @@ func benchBurst(ctx context.Context, b *runner) (*result, error) {
 // burstOnce is one attempt of burst. need is how long the creation is
 // known to take (0: estimate it). A nil result with a nil error means the
 // creation overran T; took says how long it took.
-func burstOnce(ctx context.Context, b *runner, need time.Duration) (res *result, took time.Duration, err error) {
-	f := b.cfg
-	e, err := b.clusterEnv(ctx, instanceOpts{}, true)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer e.close()
+func burstOnce(ctx context.Context, e *env, f Config, need time.Duration) (res *result, took time.Duration, err error) {
 	n := f.BurstJobs
 	res = &result{Scenario: "burst"}
 	res.param("jobs", n)
@@ -61,7 +55,7 @@ func burstOnce(ctx context.Context, b *runner, need time.Duration) (res *result,
 	estimate := max(need, warmTook*time.Duration(n)/time.Duration(warm)*3/2)
 	due := time.Now().Add(estimate + reactor.DefaultLookahead + time.Second).Truncate(time.Second).Add(time.Second)
 	dueAt := due.UTC().Format(time.RFC3339Nano)
-	b.progress("burst: creating %d jobs due at %s (in %s)", n, due.Format("15:04:05"), time.Until(due).Round(time.Millisecond))
+	e.b.progress("burst: creating %d jobs due at %s (in %s)", n, due.Format("15:04:05"), time.Until(due).Round(time.Millisecond))
 
 	_, _, took, err = e.createJobs(ctx, n, f.Clients, 0, func(i int) map[string]any {
 		return map[string]any{"name": fmt.Sprintf("bench-burst-due-%d", i), "run_at": dueAt,

@@ -38,20 +38,68 @@ func (r *result) clusterParams(f *Config) {
 	r.param("async_commit", f.AsyncCommit)
 }
 
+// world is the kind of env a scenario runs in.
+type world int
+
+const (
+	bare       world = iota // newEnv: a database and the target, no instance
+	cluster                 // clusterEnv with default instance options
+	ledCluster              // cluster with one instance leading
+)
+
+// envScenario is the body of a scenario in a world made for it (which it
+// does not close); f is the runner's Config.
+type envScenario func(ctx context.Context, e *env, f Config) (*result, error)
+
+// scenarioIn is a scenario that runs body in a fresh world w, closed when
+// body returns: the setup every such scenario shares, in one place.
+func scenarioIn(w world, body envScenario) func(context.Context, *runner) (*result, error) {
+	return func(ctx context.Context, b *runner) (*result, error) {
+		var e *env
+		var err error
+		if w == bare {
+			e, err = b.newEnv(ctx)
+		} else {
+			e, err = b.clusterEnv(ctx, instanceOpts{}, w == ledCluster)
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer e.close()
+		return body(ctx, e, b.cfg)
+	}
+}
+
+// The scenarios that need only a fresh world of their own, and which one;
+// each one's body (runX) is in the file named for it.
+var (
+	benchThroughput = scenarioIn(cluster, runThroughput)
+	benchLatency    = scenarioIn(cluster, runLatency)
+	benchSchedule   = scenarioIn(ledCluster, runSchedule)
+	benchIdle       = scenarioIn(bare, runIdle)
+	benchScale      = scenarioIn(bare, runScale)
+	benchCreate     = scenarioIn(cluster, runCreate)
+)
+
 // dueAttempt is one attempt of a scenario whose jobs must all exist
-// before the instant they are due at; need is how long making them is
-// known to take (0: estimate it). A nil result with a nil error means
-// making them ran too close to that instant; took says how long it took.
-type dueAttempt func(ctx context.Context, b *runner, need time.Duration) (res *result, took time.Duration, err error)
+// before the instant they are due at, in a fresh ledCluster world; need
+// is how long making them is known to take (0: estimate it). A nil result
+// with a nil error means making them ran too close to that instant; took
+// says how long it took.
+type dueAttempt func(ctx context.Context, e *env, f Config, need time.Duration) (res *result, took time.Duration, err error)
 
 // retryDue runs once up to attempts times, each time in a fresh world
 // with half again the time the last attempt took; what names the making
 // of the jobs (e.g. "creating the jobs") in scenario's progress line and
 // in the error.
 func retryDue(ctx context.Context, b *runner, scenario, what string, attempts int, once dueAttempt) (*result, error) {
-	var need time.Duration
-	for attempt := 1; attempt <= attempts; attempt++ {
-		res, took, err := once(ctx, b, need)
+	var need, took time.Duration
+	attempt := scenarioIn(ledCluster, func(ctx context.Context, e *env, f Config) (res *result, err error) {
+		res, took, err = once(ctx, e, f, need)
+		return res, err
+	})
+	for range attempts {
+		res, err := attempt(ctx, b)
 		if err != nil || res != nil {
 			return res, err
 		}

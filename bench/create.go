@@ -68,18 +68,12 @@ func (e *env) createJobs(ctx context.Context, n, clients int, limit time.Duratio
 // ones: connections opened, statements prepared, caches warm.
 const warmUpJobs = 100
 
-// benchCreate: concurrent API clients creating jobs (one-shot jobs whose
-// run_at is years away, so nothing runs): jobs/s, the latency of each
-// POST /v1/jobs, and the CPU per job of chronos and of Postgres; then five
-// times as many through POST /v1/jobs/batch (1,000 a request, a few
-// requests in flight).
-func benchCreate(ctx context.Context, b *runner) (*result, error) {
-	f := b.cfg
-	e, err := b.clusterEnv(ctx, instanceOpts{}, false)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
+// runCreate is the create scenario: concurrent API clients creating jobs
+// (one-shot jobs whose run_at is years away, so nothing runs): jobs/s, the
+// latency of each POST /v1/jobs, and the CPU per job of chronos and of
+// Postgres; then five times as many through POST /v1/jobs/batch (1,000 a
+// request, a few requests in flight).
+func runCreate(ctx context.Context, e *env, f Config) (*result, error) {
 	res := &result{Scenario: "create"}
 	res.param("jobs", f.CreateJobs)
 	res.param("clients", f.Clients)
@@ -118,10 +112,7 @@ func benchCreate(ctx context.Context, b *runner) (*result, error) {
 	res.target("jobs_per_s", float64(created)/took.Seconds(), "jobs/s", "≥ 5000")
 	res.metric("created", float64(created), "jobs")
 	res.ms("took", took)
-	res.ms("post_p50", p.p50)
-	res.ms("post_p90", p.p90)
-	res.ms("post_p99", p.p99)
-	res.ms("post_max", p.max)
+	res.spread("post_", p)
 	cpu.report(res, cpu0, cpu1, created, "job")
 
 	// The batch route: 1,000 jobs a request, a few requests at once.

@@ -46,13 +46,7 @@ func herdExpr(t time.Time) string {
 // herdOnce is one attempt of herd; need is how long the insert is known
 // to take (0: estimate it). A nil result with a nil error means the
 // insert ended too close to T; took says how long it took.
-func herdOnce(ctx context.Context, b *runner, need time.Duration) (res *result, took time.Duration, err error) {
-	f := b.cfg
-	e, err := b.clusterEnv(ctx, instanceOpts{}, true)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer e.close()
+func herdOnce(ctx context.Context, e *env, f Config, need time.Duration) (res *result, took time.Duration, err error) {
 	m := f.HerdJobs
 	res = &result{Scenario: "herd"}
 	res.param("jobs", m)
@@ -73,7 +67,7 @@ func herdOnce(ctx context.Context, b *runner, need time.Duration) (res *result, 
 	if next, err := chronos.NextOccurrence(expr, time.UTC, due.Add(-time.Second)); err != nil || !next.Equal(due) {
 		return nil, 0, fmt.Errorf("cron expression %q: next occurrence %s (%v), want %s", expr, next, err, due)
 	}
-	b.progress("herd: inserting %d jobs on %q due at %s (in %s)", m, expr, due.Format("15:04:05"), time.Until(due).Round(time.Millisecond))
+	e.b.progress("herd: inserting %d jobs on %q due at %s (in %s)", m, expr, due.Format("15:04:05"), time.Until(due).Round(time.Millisecond))
 	t0 = time.Now()
 	bypassed, err := e.insertCronJobs(ctx, cronJobs{n: m, name: "bench-herd-", expr: expr, next: due,
 		url: e.target.base + "/h", perJob: true})

@@ -14,19 +14,13 @@ import (
 // starts: startup (first claims, first ticks, pool warm-up) is not idle.
 const idleSettle = 3 * time.Second
 
-// benchIdle: one instance with nothing to do. How many statements it makes
-// Postgres run per second (pg_stat_statements when the server preloads it,
-// else the transactions pg_stat_database counts for the database), what
-// they are (a counting proxy between the instance and Postgres), and its
-// RSS. The instance is a child process when a chronos binary is at hand:
-// an in-process RSS would be the bench's own.
-func benchIdle(ctx context.Context, b *runner) (*result, error) {
-	f := b.cfg
-	e, err := b.newEnv(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
+// runIdle is the idle scenario: one instance with nothing to do. How many
+// statements it makes Postgres run per second (pg_stat_statements when the
+// server preloads it, else the transactions pg_stat_database counts for
+// the database), what they are (a counting proxy between the instance and
+// Postgres), and its RSS. The instance is a child process when a chronos
+// binary is at hand: an in-process RSS would be the bench's own.
+func runIdle(ctx context.Context, e *env, f Config) (*result, error) {
 	res := &result{Scenario: "idle"}
 	res.param("seconds", f.Idle.Seconds())
 
@@ -44,11 +38,12 @@ func benchIdle(ctx context.Context, b *runner) (*result, error) {
 	child := childBinary(f.Binary)
 	res.param("child_process", child)
 	var in instance
+	var err error
 	if child {
-		in, err = startChild(ctx, b, instanceDSN, "bench-idle", instanceOpts{})
+		in, err = startChild(ctx, e.b, instanceDSN, "bench-idle", instanceOpts{})
 	} else {
 		res.note("in-process instance (no chronos binary: pass --binary): the RSS is the bench's own")
-		in, err = startInProcess(ctx, b, instanceDSN, "bench-idle", instanceOpts{})
+		in, err = startInProcess(ctx, e.b, instanceDSN, "bench-idle", instanceOpts{})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("start idle instance: %w", err)

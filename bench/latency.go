@@ -7,16 +7,10 @@ import (
 	"time"
 )
 
-// benchLatency: POST /v1/jobs/{id}/trigger to the target receiving the
-// request, one at a time on a quiet instance, then at a fixed rate while
-// background runs stream in.
-func benchLatency(ctx context.Context, b *runner) (*result, error) {
-	f := b.cfg
-	e, err := b.clusterEnv(ctx, instanceOpts{}, false)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
+// runLatency is the latency scenario: POST /v1/jobs/{id}/trigger to the
+// target receiving the request, one at a time on a quiet instance, then at
+// a fixed rate while background runs stream in.
+func runLatency(ctx context.Context, e *env, f Config) (*result, error) {
 	job, err := e.createJob(ctx, map[string]any{
 		"name": "bench-latency", "run_at": farFuture(), "target_url": e.target.base + "/lat", "max_retries": 0,
 	})
@@ -68,10 +62,7 @@ func benchLatency(ctx context.Context, b *runner) (*result, error) {
 		deliver, answer = append(deliver, d), append(answer, a)
 	}
 	p, pa := percentiles(deliver), percentiles(answer)
-	res.ms("p50", p.p50)
-	res.ms("p90", p.p90)
-	res.ms("p99", p.p99)
-	res.ms("max", p.max)
+	res.spread("", p)
 	res.ms("api_p50", pa.p50)
 	res.ms("api_p99", pa.p99)
 
@@ -145,10 +136,7 @@ func benchLatency(ctx context.Context, b *runner) (*result, error) {
 		return nil, fmt.Errorf("%d triggers under load failed, first: %s", len(trigErrs), trigErrs[0])
 	}
 	pl := percentiles(loaded)
-	res.ms("load_p50", pl.p50)
-	res.ms("load_p90", pl.p90)
-	res.ms("load_p99", pl.p99)
-	res.ms("load_max", pl.max)
+	res.spread("load_", pl)
 	res.metric("load_background_per_s", float64(bgDuring)/loadEnd.Sub(loadStart).Seconds(), "runs/s")
 	res.note("under load: %d triggers at %d/s over %s while %d background runs/s were inserted (%d in all)",
 		f.Triggers, f.Rate, phase.Round(time.Millisecond), f.LoadRate, inserted)

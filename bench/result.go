@@ -62,6 +62,15 @@ func (r *result) ms(name string, d time.Duration) {
 	r.metric(name, float64(d)/float64(time.Millisecond), "ms")
 }
 
+// spread records p50, p90, p99 and max of p in milliseconds, each name
+// prefixed with prefix (e.g. "lag_p50").
+func (r *result) spread(prefix string, p pct) {
+	r.ms(prefix+"p50", p.p50)
+	r.ms(prefix+"p90", p.p90)
+	r.ms(prefix+"p99", p.p99)
+	r.ms(prefix+"max", p.max)
+}
+
 func (r *result) note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
 }

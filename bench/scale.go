@@ -17,16 +17,11 @@ import (
 	"github.com/chronoshq/chronos/reactor"
 )
 
-// benchScale: many jobs defined. A materializer tick with 1,000 due and a
-// GET /v1/jobs?limit=100 page at the start, middle and end, first on 1,000
-// jobs and then on --scale-jobs, so any slow-down shows side by side.
-func benchScale(ctx context.Context, b *runner) (*result, error) {
-	f := b.cfg
-	e, err := b.newEnv(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
+// runScale is the scale scenario: many jobs defined. A materializer tick
+// with 1,000 due and a GET /v1/jobs?limit=100 page at the start, middle
+// and end, first on 1,000 jobs and then on --scale-jobs, so any slow-down
+// shows side by side.
+func runScale(ctx context.Context, e *env, f Config) (*result, error) {
 	res := &result{Scenario: "scale"}
 	res.param("jobs", f.ScaleJobs)
 

@@ -7,16 +7,10 @@ import (
 	"time"
 )
 
-// benchSchedule: K jobs on a seconds-level cron for D seconds; the lag of
-// each delivery behind its scheduled instant, and every occurrence in the
-// window delivered exactly once.
-func benchSchedule(ctx context.Context, b *runner) (*result, error) {
-	f := b.cfg
-	e, err := b.clusterEnv(ctx, instanceOpts{}, true)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
+// runSchedule is the schedule scenario: K jobs on a seconds-level cron for
+// D seconds; the lag of each delivery behind its scheduled instant, and
+// every occurrence in the window delivered exactly once.
+func runSchedule(ctx context.Context, e *env, f Config) (*result, error) {
 	k, seconds := f.Jobs, int(f.Duration/time.Second)
 	if seconds < 1 {
 		seconds = 1
@@ -96,10 +90,7 @@ func benchSchedule(ctx context.Context, b *runner) (*result, error) {
 	}
 	p := percentiles(lags)
 	missed := expected - len(got)
-	res.ms("lag_p50", p.p50)
-	res.ms("lag_p90", p.p90)
-	res.ms("lag_p99", p.p99)
-	res.ms("lag_max", p.max)
+	res.spread("lag_", p)
 	res.ms("lag_min", p.min)
 	pf := percentiles(firsts)
 	res.ms("first_of_instant_p50", pf.p50)

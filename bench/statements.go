@@ -6,43 +6,62 @@ import (
 	"strings"
 )
 
+// stmtClasses names the statements Chronos issues, for the idle breakdown.
+// The first rule that matches a statement (lower-cased) names it, so the
+// order matters: "claim" before "reap", which both mention leased_until. A
+// rule matches when every one of all and at least one of any (when given)
+// do; a pattern "^x" is a prefix, "=x" the whole statement, any other a
+// substring.
+var stmtClasses = []struct {
+	class string
+	all   []string
+	any   []string
+}{
+	{class: "ping", any: []string{"=", "^-- ping", "=;"}},
+	{class: "leader_trylock", all: []string{"pg_try_advisory_lock"}},
+	{class: "claim", all: []string{"for update skip locked", "leased_until = now()", "status = 'pending'"}},
+	{class: "start", all: []string{"set status = 'running'"}},
+	{class: "complete", all: []string{"unnest($1::bigint[], $2::text[]"}},
+	{class: "renew", all: []string{"^update job_runs set leased_until"}},
+	{class: "release", all: []string{"released as"}},
+	{class: "next_available", all: []string{"min(available_at)"}},
+	{class: "materialize_due", all: []string{"s.next_run_at <= $2"}},
+	{class: "materialize_unscheduled", all: []string{"next_run_at is null"}},
+	{class: "materialize_advance", all: []string{"update job_schedules s set next_run_at"}},
+	{class: "reap", all: []string{"leased_until <"}},
+	{class: "prune", all: []string{"^delete from job_runs where id in"}},
+	{class: "begin/commit", any: []string{"=begin", "=commit", "=rollback", "^begin "}},
+	{class: "listen", any: []string{"^listen", "^unlisten"}},
+	{class: "leader_lookup", any: []string{"pg_locks", "pg_stat_activity"}},
+}
+
+// stmtMatches reports whether the lower-cased statement l matches pattern
+// p (see stmtClasses).
+func stmtMatches(l, p string) bool {
+	switch {
+	case strings.HasPrefix(p, "^"):
+		return strings.HasPrefix(l, p[1:])
+	case strings.HasPrefix(p, "="):
+		return l == p[1:]
+	}
+	return strings.Contains(l, p)
+}
+
 // stmtClass is a short name for a statement Chronos issues, for the idle
-// breakdown.
+// breakdown: its class in stmtClasses, or its first 40 bytes.
 func stmtClass(q string) string {
 	l := strings.ToLower(q)
-	switch {
-	case q == "" || strings.HasPrefix(l, "-- ping") || l == ";":
-		return "ping"
-	case strings.Contains(l, "pg_try_advisory_lock"):
-		return "leader_trylock"
-	case strings.Contains(l, "for update skip locked") && strings.Contains(l, "leased_until = now()") && strings.Contains(l, "status = 'pending'"):
-		return "claim"
-	case strings.Contains(l, "set status = 'running'"):
-		return "start"
-	case strings.Contains(l, "unnest($1::bigint[], $2::text[]"):
-		return "complete"
-	case strings.HasPrefix(l, "update job_runs set leased_until"):
-		return "renew"
-	case strings.Contains(l, "released as"):
-		return "release"
-	case strings.Contains(l, "min(available_at)"):
-		return "next_available"
-	case strings.Contains(l, "s.next_run_at <= $2"):
-		return "materialize_due"
-	case strings.Contains(l, "next_run_at is null"):
-		return "materialize_unscheduled"
-	case strings.Contains(l, "update job_schedules s set next_run_at"):
-		return "materialize_advance"
-	case strings.Contains(l, "leased_until <"):
-		return "reap"
-	case strings.HasPrefix(l, "delete from job_runs where id in"):
-		return "prune"
-	case l == "begin" || l == "commit" || l == "rollback" || strings.HasPrefix(l, "begin "):
-		return "begin/commit"
-	case strings.HasPrefix(l, "listen") || strings.HasPrefix(l, "unlisten"):
-		return "listen"
-	case strings.Contains(l, "pg_locks") || strings.Contains(l, "pg_stat_activity"):
-		return "leader_lookup"
+	for _, r := range stmtClasses {
+		ok := len(r.any) == 0
+		for _, p := range r.any {
+			ok = ok || stmtMatches(l, p)
+		}
+		for _, p := range r.all {
+			ok = ok && stmtMatches(l, p)
+		}
+		if ok {
+			return r.class
+		}
 	}
 	if len(q) > 40 {
 		q = q[:40] + "..."

@@ -7,15 +7,10 @@ import (
 	"time"
 )
 
-// benchThroughput: N runs due at the same instant; how long until the
-// target has seen every one, and until every one is recorded succeeded.
-func benchThroughput(ctx context.Context, b *runner) (*result, error) {
-	f := b.cfg
-	e, err := b.clusterEnv(ctx, instanceOpts{}, false)
-	if err != nil {
-		return nil, err
-	}
-	defer e.close()
+// runThroughput is the throughput scenario: N runs due at the same
+// instant; how long until the target has seen every one, and until every
+// one is recorded succeeded.
+func runThroughput(ctx context.Context, e *env, f Config) (*result, error) {
 	job := benchJob("bench-throughput", e.target.base+"/t")
 	if err := e.db.CreateJob(ctx, job); err != nil {
 		return nil, err

@@ -78,17 +78,9 @@ func TestWakeCoalesces(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("no wake-up")
 	}
-	select {
-	case <-w.C():
-		t.Fatal("a burst gave more than one wake-up")
-	default:
-	}
+	noWake(t, w, "a burst gave more than one wake-up")
 	b.Publish(chronos.Event{Type: chronos.EventRunChanged, Status: chronos.StatusSucceeded})
-	select {
-	case <-w.C():
-		t.Fatal("a non-matching event woke")
-	default:
-	}
+	noWake(t, w, "a non-matching event woke")
 }
 
 func TestCloseUnsubscribes(t *testing.T) {
@@ -102,11 +94,7 @@ func TestCloseUnsubscribes(t *testing.T) {
 	if _, ok := <-s.C(); ok {
 		t.Fatal("closed subscription delivered an event")
 	}
-	select {
-	case <-w.C():
-		t.Fatal("closed wake was signalled")
-	default:
-	}
+	noWake(t, w, "closed wake was signalled")
 }
 
 // Publishing, subscribing and closing from many goroutines is race-free.
@@ -132,4 +120,14 @@ func TestConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// noWake fails the test with msg when w has been signalled.
+func noWake(t *testing.T, w *Wake, msg string) {
+	t.Helper()
+	select {
+	case <-w.C():
+		t.Fatal(msg)
+	default:
+	}
 }

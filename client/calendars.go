@@ -20,32 +20,18 @@ func calendarPath(name string) string { return "/v1/calendars/" + url.PathEscape
 
 // ListCalendars returns every calendar, by name.
 func (c *Client) ListCalendars(ctx context.Context) ([]*chronos.Calendar, error) {
-	var out struct {
-		Calendars []*chronos.Calendar `json:"calendars"`
-	}
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/calendars"}, &out); err != nil {
-		return nil, err
-	}
-	return out.Calendars, nil
+	return listIn[*chronos.Calendar](ctx, c, "/v1/calendars", "calendars")
 }
 
 // GetCalendar returns one calendar.
 func (c *Client) GetCalendar(ctx context.Context, name string) (*chronos.Calendar, error) {
-	var cal chronos.Calendar
-	if err := c.do(ctx, request{method: http.MethodGet, path: calendarPath(name)}, &cal); err != nil {
-		return nil, err
-	}
-	return &cal, nil
+	return call[chronos.Calendar](ctx, c, request{method: http.MethodGet, path: calendarPath(name)})
 }
 
 // PutCalendar creates or replaces a calendar. Replacing the dates of one
 // that jobs name re-plans their runs created ahead.
 func (c *Client) PutCalendar(ctx context.Context, name string, spec CalendarSpec) (*chronos.Calendar, error) {
-	var cal chronos.Calendar
-	if err := c.do(ctx, request{method: http.MethodPut, path: calendarPath(name), body: spec}, &cal); err != nil {
-		return nil, err
-	}
-	return &cal, nil
+	return call[chronos.Calendar](ctx, c, request{method: http.MethodPut, path: calendarPath(name), body: spec})
 }
 
 // DeleteCalendar deletes a calendar; a conflict (409) while a job names it.

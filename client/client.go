@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,6 +86,34 @@ func call[T any](ctx context.Context, c *Client, req request) (*T, error) {
 		return nil, err
 	}
 	return &v, nil
+}
+
+// pageQuery adds to q the page size (0: the server's default) and the
+// cursor of a paged list ("": its first page), and returns q.
+func pageQuery(q url.Values, limit int, cursor string) url.Values {
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	return q
+}
+
+// listIn is a GET of path whose answer wraps a list in an object under
+// key ({"limits": [...]}).
+func listIn[T any](ctx context.Context, c *Client, path, key string) ([]T, error) {
+	out, err := call[map[string]json.RawMessage](ctx, c, request{method: http.MethodGet, path: path})
+	if err != nil {
+		return nil, err
+	}
+	var list []T
+	if raw := (*out)[key]; raw != nil {
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, fmt.Errorf("%s %s: decode answer: %w", http.MethodGet, path, err)
+		}
+	}
+	return list, nil
 }
 
 // do sends r and decodes a 2xx JSON answer into out (unless nil). A non-2xx
@@ -168,25 +197,25 @@ func apiError(status int, body []byte) error {
 // codeOfStatus maps a status to the API's code for it, for answers that
 // carry no envelope.
 func codeOfStatus(status int) string {
-	switch status {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		return chronos.EINVALID
-	case http.StatusUnauthorized:
-		return chronos.EUNAUTHORIZED
-	case http.StatusForbidden:
-		return chronos.EFORBIDDEN
-	case http.StatusNotFound:
-		return chronos.ENOTFOUND
-	case http.StatusConflict:
-		return chronos.ECONFLICT
-	case http.StatusRequestEntityTooLarge:
-		return chronos.ETOOLARGE
-	case http.StatusTooManyRequests:
-		return chronos.ERATELIMITED
-	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout:
-		return chronos.EUNAVAILABLE
+	if code, ok := statusCodes[status]; ok {
+		return code
 	}
 	return chronos.EINTERNAL
+}
+
+// statusCodes are the API's codes of the statuses it answers with.
+var statusCodes = map[int]string{
+	http.StatusBadRequest:            chronos.EINVALID,
+	http.StatusUnprocessableEntity:   chronos.EINVALID,
+	http.StatusUnauthorized:          chronos.EUNAUTHORIZED,
+	http.StatusForbidden:             chronos.EFORBIDDEN,
+	http.StatusNotFound:              chronos.ENOTFOUND,
+	http.StatusConflict:              chronos.ECONFLICT,
+	http.StatusRequestEntityTooLarge: chronos.ETOOLARGE,
+	http.StatusTooManyRequests:       chronos.ERATELIMITED,
+	http.StatusServiceUnavailable:    chronos.EUNAVAILABLE,
+	http.StatusBadGateway:            chronos.EUNAVAILABLE,
+	http.StatusGatewayTimeout:        chronos.EUNAVAILABLE,
 }
 
 // CallOption adjusts one request.

@@ -3,19 +3,15 @@ package client_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/bus"
 	"github.com/chronoshq/chronos/client"
-	chttp "github.com/chronoshq/chronos/http"
-	"github.com/chronoshq/chronos/http/apitest"
+	"github.com/chronoshq/chronos/internal/apiserver"
+	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
@@ -27,12 +23,14 @@ const testKey = "client-test-key-4242"
 // database over real HTTP and returns a client of it.
 func newServer(t *testing.T) (*client.Client, string) {
 	t.Helper()
-	probe := &apitest.Probe{}
-	probe.Connected.Store(true)
-	srv := chttp.NewServer(chttp.Config{Instance: "client-test", APIKeys: []string{testKey}, TargetPolicy: chronos.TargetPolicy{AllowPrivate: true}},
-		sqltest.New(t), bus.New(), probe, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
+	return newServerOn(t, sqltest.New(t))
+}
+
+// newServerOn is newServer on db, for a test that also writes to it
+// directly.
+func newServerOn(t *testing.T, db *sql.DB) (*client.Client, string) {
+	t.Helper()
+	ts := apiserver.Start(t, db, "client-test", testKey)
 	c, err := client.New(ts.URL, testKey, client.WithHTTPClient(ts.Client()))
 	if err != nil {
 		t.Fatal(err)

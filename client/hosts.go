@@ -10,13 +10,7 @@ import (
 // ListHosts returns every origin that ever deferred runs or failed, with
 // its back-pressure and circuit-breaker state (GET /v1/hosts).
 func (c *Client) ListHosts(ctx context.Context) ([]chronos.Host, error) {
-	var out struct {
-		Hosts []chronos.Host `json:"hosts"`
-	}
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/hosts"}, &out); err != nil {
-		return nil, err
-	}
-	return out.Hosts, nil
+	return listIn[chronos.Host](ctx, c, "/v1/hosts", "hosts")
 }
 
 // GetHost returns one origin's state (GET /v1/hosts/{origin}); origin may

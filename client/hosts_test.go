@@ -1,17 +1,11 @@
 package client_test
 
 import (
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/bus"
 	"github.com/chronoshq/chronos/client"
-	chttp "github.com/chronoshq/chronos/http"
-	"github.com/chronoshq/chronos/http/apitest"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -19,16 +13,7 @@ import (
 func TestHosts(t *testing.T) {
 	t.Parallel()
 	db := sqltest.New(t)
-	probe := &apitest.Probe{}
-	probe.Connected.Store(true)
-	srv := chttp.NewServer(chttp.Config{Instance: "client-test", APIKeys: []string{testKey}}, db, bus.New(), probe,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	c, err := client.New(ts.URL, testKey, client.WithHTTPClient(ts.Client()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := newServerOn(t, db)
 	if hs, err := c.ListHosts(ctx(t)); err != nil || len(hs) != 0 {
 		t.Fatalf("no hosts yet: %v %v", hs, err)
 	}

@@ -38,13 +38,7 @@ func (f JobFilter) values() url.Values {
 	for _, kv := range Selector(f.Labels).Terms() {
 		q.Add("label", kv)
 	}
-	if f.Limit > 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	if f.Cursor != "" {
-		q.Set("cursor", f.Cursor)
-	}
-	return q
+	return pageQuery(q, f.Limit, f.Cursor)
 }
 
 // JobPage is one page of jobs; NextCursor is "" on the last.
@@ -209,13 +203,7 @@ type HistoryPage struct {
 // JobHistory returns a page of a job's audit history (GET
 // /v1/jobs/{id}/history).
 func (c *Client) JobHistory(ctx context.Context, id int64, limit int, cursor string) (*HistoryPage, error) {
-	q := url.Values{}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	if cursor != "" {
-		q.Set("cursor", cursor)
-	}
+	q := pageQuery(url.Values{}, limit, cursor)
 	return call[HistoryPage](ctx, c, request{method: http.MethodGet, path: jobPath(id) + "/history", query: q})
 }
 

@@ -22,31 +22,17 @@ func limitPath(key string) string { return "/v1/limits/" + url.PathEscape(key) }
 // ListLimits returns every declared limit with its state (in flight,
 // tokens left, runs waiting), in key order.
 func (c *Client) ListLimits(ctx context.Context) ([]*chronos.Limit, error) {
-	var out struct {
-		Limits []*chronos.Limit `json:"limits"`
-	}
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/limits"}, &out); err != nil {
-		return nil, err
-	}
-	return out.Limits, nil
+	return listIn[*chronos.Limit](ctx, c, "/v1/limits", "limits")
 }
 
 // GetLimit returns one limit with its state.
 func (c *Client) GetLimit(ctx context.Context, key string) (*chronos.Limit, error) {
-	var l chronos.Limit
-	if err := c.do(ctx, request{method: http.MethodGet, path: limitPath(key)}, &l); err != nil {
-		return nil, err
-	}
-	return &l, nil
+	return call[chronos.Limit](ctx, c, request{method: http.MethodGet, path: limitPath(key)})
 }
 
 // PutLimit creates or replaces the limit key and returns it as stored.
 func (c *Client) PutLimit(ctx context.Context, key string, s LimitSettings) (*chronos.Limit, error) {
-	var l chronos.Limit
-	if err := c.do(ctx, request{method: http.MethodPut, path: limitPath(key), body: s}, &l); err != nil {
-		return nil, err
-	}
-	return &l, nil
+	return call[chronos.Limit](ctx, c, request{method: http.MethodPut, path: limitPath(key), body: s})
 }
 
 // DeleteLimit deletes a limit; a conflict error while a job names it.

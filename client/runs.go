@@ -39,13 +39,7 @@ func (f RunFilter) values(withJob bool) url.Values {
 	if withJob && !f.Until.IsZero() {
 		q.Set("until", f.Until.UTC().Format(time.RFC3339Nano))
 	}
-	if f.Limit > 0 {
-		q.Set("limit", strconv.Itoa(f.Limit))
-	}
-	if f.Cursor != "" {
-		q.Set("cursor", f.Cursor)
-	}
-	return q
+	return pageQuery(q, f.Limit, f.Cursor)
 }
 
 // RunPage is one page of runs, newest first; NextCursor is "" on the last.

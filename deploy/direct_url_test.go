@@ -19,16 +19,7 @@ import (
 // and compose.yaml carry it commented out.
 func TestDeployDirectURL(t *testing.T) {
 	objs, _ := manifests(t)
-	var dep *appsv1.Deployment
-	var secret *corev1.Secret
-	for _, o := range objs {
-		switch v := o.(type) {
-		case *appsv1.Deployment:
-			dep = v
-		case *corev1.Secret:
-			secret = v
-		}
-	}
+	dep, secret := object[*appsv1.Deployment](objs), object[*corev1.Secret](objs)
 	if dep == nil || secret == nil {
 		t.Fatal("no Deployment or no Secret")
 	}

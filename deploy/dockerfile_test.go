@@ -1,7 +1,6 @@
 package deploy_test
 
 import (
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,15 +14,7 @@ import (
 // default target), a numeric non-root user, a HEALTHCHECK that runs the
 // binary's own probe, and a build that stamps version and commit.
 func TestDockerfile(t *testing.T) {
-	f, err := os.Open(repo("Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ast, err := parser.Parse(f)
-	if err != nil {
-		t.Fatalf("Dockerfile: %v", err)
-	}
+	ast := parseFile(t, repo("Dockerfile"), "Dockerfile", parser.Parse)
 	stages, _, err := instructions.Parse(ast.AST, nil)
 	if err != nil {
 		t.Fatalf("Dockerfile: %v", err)

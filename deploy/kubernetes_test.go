@@ -75,6 +75,17 @@ func manifests(t *testing.T) (objs []runtime.Object, kustomization []byte) {
 	return objs, kustomization
 }
 
+// object is the last object of type T in objs (the zero T when none).
+func object[T runtime.Object](objs []runtime.Object) T {
+	var found T
+	for _, o := range objs {
+		if v, ok := o.(T); ok {
+			found = v
+		}
+	}
+	return found
+}
+
 func TestKubernetesManifests(t *testing.T) {
 	objs, kust := manifests(t)
 	var (

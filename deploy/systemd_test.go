@@ -17,15 +17,7 @@ import (
 // own parser, against the real binary, and fails on any complaint, since
 // systemd only warns about unknown keys.
 func TestSystemdUnit(t *testing.T) {
-	f, err := os.Open("systemd/chronos.service")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	opts, err := unit.DeserializeOptions(f)
-	if err != nil {
-		t.Fatalf("systemd/chronos.service: %v", err)
-	}
+	opts := parseFile(t, "systemd/chronos.service", "systemd/chronos.service", unit.DeserializeOptions)
 	get := func(section, name string) string {
 		v := ""
 		for _, o := range opts {

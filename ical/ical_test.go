@@ -50,16 +50,21 @@ END:VEVENT
 END:VCALENDAR
 `
 
-func TestDatesAllDayAndYearlyRules(t *testing.T) {
-	t.Parallel()
-	got, err := Dates(usHolidays)
+// wantDates checks that Dates(text) is want (the dates joined by spaces).
+func wantDates(t *testing.T, text, want string) {
+	t.Helper()
+	got, err := Dates(text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "2026-11-26 2026-12-25 2026-12-28 2026-12-29 2026-12-30 2027-11-25 2027-12-25 2028-11-23 2028-12-25"
 	if g := strings.Join(got, " "); g != want {
 		t.Fatalf("got  %s\nwant %s", g, want)
 	}
+}
+
+func TestDatesAllDayAndYearlyRules(t *testing.T) {
+	t.Parallel()
+	wantDates(t, usHolidays, "2026-11-26 2026-12-25 2026-12-28 2026-12-29 2026-12-30 2027-11-25 2027-12-25 2028-11-23 2028-12-25")
 }
 
 func TestDatesExdateRdateCancelled(t *testing.T) {
@@ -69,14 +74,7 @@ func TestDatesExdateRdateCancelled(t *testing.T) {
 		vevent("b", "STATUS:CANCELLED", "DTSTART;VALUE=DATE:20260505"),
 		vevent("c", "DTSTART:20260601T090000Z", "DTEND:20260602T100000Z"),
 	)
-	got, err := Dates(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := "2026-01-01 2026-06-01 2026-06-02 2026-07-04 2027-07-04 2028-01-01 2029-01-01"
-	if g := strings.Join(got, " "); g != want {
-		t.Fatalf("got  %s\nwant %s", g, want)
-	}
+	wantDates(t, text, "2026-01-01 2026-06-01 2026-06-02 2026-07-04 2027-07-04 2028-01-01 2029-01-01")
 }
 
 func TestDatesUnboundedRuleStopsAtMaxCalendarYear(t *testing.T) {

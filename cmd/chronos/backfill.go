@@ -58,10 +58,7 @@ or a duration ago (24h); --to defaults to now.`,
 				opts = append(opts, client.WithIdempotencyKey(key))
 			}
 			b, err := c.Backfill(cmd.Context(), id, chronos.BackfillRequest{From: f, To: t, DryRun: dryRun}, opts...)
-			if err != nil {
-				return err
-			}
-			return a.out.print(b, func(tw *tabwriter.Writer) string { return backfillTable(tw, b) })
+			return a.out.printResult(b, err, func(tw *tabwriter.Writer) string { return backfillTable(tw, b) })
 		},
 	}
 	fl := cmd.Flags()

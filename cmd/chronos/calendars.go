@@ -3,7 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"fmt"
+	"cmp"
 	"os"
 	"strconv"
 	"strings"
@@ -15,30 +15,15 @@ import (
 	"github.com/chronoshq/chronos/client"
 )
 
-// newCalendarsCmd is `chronos calendars list|get|apply|delete`.
-func newCalendarsCmd(env *environ) *cobra.Command {
-	cmd := groupCmd("calendars", "list, inspect and change holiday calendars over the API")
-	a := addAPIFlags(cmd, env)
-	cmd.AddCommand(calendarsList(a), calendarsGet(a), calendarsApply(a), calendarsDelete(a))
-	return cmd
-}
-
 func calendarsList(a *apiFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "list calendars",
 		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			cs, err := c.ListCalendars(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return a.out.print(cs, func(t *tabwriter.Writer) string { calendarTable(t, cs); return "" })
-		},
+			return a.out.printResult(cs, err, func(t *tabwriter.Writer) string { calendarTable(t, cs); return "" })
+		}),
 	}
 }
 
@@ -58,25 +43,11 @@ func calendarTable(t *tabwriter.Writer, cs []*chronos.Calendar) {
 }
 
 func calendarsGet(a *apiFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "get NAME",
-		Short: "show a calendar and its dates",
-		Args:  exactArgs(1, "one calendar name"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			cal, err := c.GetCalendar(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.out.print(cal, func(t *tabwriter.Writer) string {
-				calendarTable(t, []*chronos.Calendar{cal})
-				return "dates: " + strings.Join(cal.Dates, " ")
-			})
-		},
-	}
+	cmd := &cobra.Command{Use: "get NAME", Short: "show a calendar and its dates", Args: exactArgs(1, "one calendar name")}
+	return getCmd(a, cmd, (*client.Client).GetCalendar, func(t *tabwriter.Writer, cal *chronos.Calendar) string {
+		calendarTable(t, []*chronos.Calendar{cal})
+		return "dates: " + strings.Join(cal.Dates, " ")
+	})
 }
 
 func calendarsApply(a *apiFlags) *cobra.Command {
@@ -103,21 +74,20 @@ Calendar).`,
 			if given != 1 {
 				return usagef("calendars apply: give exactly one of --date, --dates-file or --ical")
 			}
+			var file []byte
+			if path := cmp.Or(icalFile, datesFile); path != "" { // one of them, as given is 1
+				var err error
+				if file, err = readInput(cmd, path); err != nil {
+					return err
+				}
+			}
 			spec := client.CalendarSpec{Description: description}
 			switch {
 			case icalFile != "":
-				b, err := readInput(cmd, icalFile)
-				if err != nil {
-					return err
-				}
-				s := string(b)
+				s := string(file)
 				spec.ICal = &s
 			case datesFile != "":
-				b, err := readInput(cmd, datesFile)
-				if err != nil {
-					return err
-				}
-				ds := datesOf(b)
+				ds := datesOf(file)
 				spec.Dates = &ds
 			default:
 				var ds []string
@@ -135,10 +105,7 @@ Calendar).`,
 				return err
 			}
 			cal, err := c.PutCalendar(cmd.Context(), args[0], spec)
-			if err != nil {
-				return err
-			}
-			return a.out.print(cal, func(t *tabwriter.Writer) string { calendarTable(t, []*chronos.Calendar{cal}); return "" })
+			return a.out.printResult(cal, err, func(t *tabwriter.Writer) string { calendarTable(t, []*chronos.Calendar{cal}); return "" })
 		},
 	}
 	fl := cmd.Flags()
@@ -176,22 +143,9 @@ func datesOf(b []byte) []string {
 }
 
 func calendarsDelete(a *apiFlags) *cobra.Command {
-	return &cobra.Command{
+	return a.deleteCmd(&cobra.Command{
 		Use:   "delete NAME...",
 		Short: "delete calendars (refused while a job names one)",
 		Args:  atLeastArgs(1, "calendar names"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			for _, n := range args {
-				if err := c.DeleteCalendar(cmd.Context(), n); err != nil {
-					return fmt.Errorf("%s: %w", n, err)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "deleted calendar %s\n", n)
-			}
-			return nil
-		},
-	}
+	}, "calendar", (*client.Client).DeleteCalendar)
 }

@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,9 +11,8 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/bus"
-	chttp "github.com/chronoshq/chronos/http"
-	"github.com/chronoshq/chronos/http/apitest"
+	"github.com/chronoshq/chronos/internal/apiserver"
+	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
@@ -26,12 +22,13 @@ const cliKey = "cli-test-key-4242"
 // and returns the environment that points the CLI at it.
 func apiEnv(t *testing.T) map[string]string {
 	t.Helper()
-	probe := &apitest.Probe{}
-	probe.Connected.Store(true)
-	srv := chttp.NewServer(chttp.Config{Instance: "cli-test", APIKeys: []string{cliKey}, TargetPolicy: chronos.TargetPolicy{AllowPrivate: true}},
-		sqltest.New(t), bus.New(), probe, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
+	return apiEnvOn(t, sqltest.New(t))
+}
+
+// apiEnvOn is apiEnv on db, for a test that also writes to it directly.
+func apiEnvOn(t *testing.T, db *sql.DB) map[string]string {
+	t.Helper()
+	ts := apiserver.Start(t, db, "cli-test", cliKey)
 	return map[string]string{"CHRONOS_URL": ts.URL, "CHRONOS_API_KEY": cliKey}
 }
 

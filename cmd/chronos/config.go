@@ -136,14 +136,7 @@ var serveVars = []envVar{
 			return nil
 		}},
 	{"WORKER_CONCURRENCY", "32", "most webhook requests one instance has in flight at once",
-		func(c *serveConfig, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return badValue("must be a positive integer")
-			}
-			c.WorkerConcurrency = n
-			return nil
-		}},
+		intVar(1, "must be a positive integer", func(c *serveConfig) *int { return &c.WorkerConcurrency })},
 	{"REACTOR_SYNCHRONOUS_COMMIT", "off", "off gives the reactor (claims, starts, completions, reaper) a pool of its own with synchronous_commit=off (the materializer's runs and the API's writes stay synchronous); on puts the reactor on the API's synchronous pool",
 		func(c *serveConfig, v string) error {
 			switch strings.ToLower(v) {
@@ -187,32 +180,14 @@ var serveVars = []envVar{
 	{"CONSOLE_SESSION_SECRET", "", "optional: mixed into the key that signs console session cookies (beside the cluster secret kept in the database); set the same value on every instance, change it to end every session",
 		func(c *serveConfig, v string) error { c.ConsoleSessionSecret = v; return nil }},
 	{"RATE_LIMIT", "1000", "requests per second each API key may make to one instance (429 with Retry-After past it); 0 turns the limit off",
-		func(c *serveConfig, v string) error {
+		parsedVar("must be a number of requests per second, 0 or more", func(v string) (float64, bool) {
 			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-				return badValue("must be a number of requests per second, 0 or more")
-			}
-			c.RateLimit = f
-			return nil
-		}},
+			return f, err == nil && f >= 0 && !math.IsInf(f, 0) && !math.IsNaN(f)
+		}, func(c *serveConfig) *float64 { return &c.RateLimit })},
 	{"RATE_LIMIT_BURST", "2000", "requests an API key may send at once before RATE_LIMIT paces it",
-		func(c *serveConfig, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return badValue("must be a positive integer")
-			}
-			c.RateLimitBurst = n
-			return nil
-		}},
+		intVar(1, "must be a positive integer", func(c *serveConfig) *int { return &c.RateLimitBurst })},
 	{"MAX_TAP_STREAMS_PER_KEY", "16", "event-tap streams one API key may hold open on one instance; 0 means no cap",
-		func(c *serveConfig, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 0 {
-				return badValue("must be a non-negative integer")
-			}
-			c.MaxTapStreams = n
-			return nil
-		}},
+		intVar(0, "must be a non-negative integer", func(c *serveConfig) *int { return &c.MaxTapStreams })},
 	{"ALLOW_PRIVATE_TARGETS", "false", "true lets jobs call every special-purpose address (private, loopback, ...) but cloud metadata endpoints",
 		boolVar(func(c *serveConfig) *bool { return &c.AllowPrivateTargets })},
 	{"ALLOWED_TARGET_NETWORKS", "", "comma-separated CIDRs jobs may call although special-purpose, e.g. 10.20.0.0/16 (never metadata endpoints)",
@@ -242,14 +217,7 @@ var serveVars = []envVar{
 			return nil
 		}},
 	{"HOST_BREAKER_FAILURES", "10", "consecutive connection failures or 5xx answers from one host (scheme://host:port) that open its circuit breaker, cluster-wide; 0 or negative turns the breaker off",
-		func(c *serveConfig, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return badValue("must be an integer (0 or negative: off)")
-			}
-			c.HostBreakerFailures = n
-			return nil
-		}},
+		intVar(math.MinInt, "must be an integer (0 or negative: off)", func(c *serveConfig) *int { return &c.HostBreakerFailures })},
 	{"HOST_BREAKER_COOLDOWN", "30s", "how long an open host breaker holds the host's runs before one probe goes",
 		durationVar(func(c *serveConfig) *time.Duration { return &c.HostBreakerCooldown })},
 	{"LOG_LEVEL", "info", "debug, info, warn or error",
@@ -392,15 +360,32 @@ func durationVar(field func(*serveConfig) *time.Duration) func(*serveConfig, str
 	return func(c *serveConfig, v string) error { return parseDuration(v, field(c)) }
 }
 
-func boolVar(field func(*serveConfig) *bool) func(*serveConfig, string) error {
+// parsedVar applies the value parse makes of v to field; when parse
+// refuses v (ok false), want says what the value must be.
+func parsedVar[T any](want string, parse func(v string) (x T, ok bool), field func(*serveConfig) *T) func(*serveConfig, string) error {
 	return func(c *serveConfig, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return badValue("must be true or false")
+		x, ok := parse(v)
+		if !ok {
+			return badValue(want)
 		}
-		*field(c) = b
+		*field(c) = x
 		return nil
 	}
+}
+
+func boolVar(field func(*serveConfig) *bool) func(*serveConfig, string) error {
+	return parsedVar("must be true or false", func(v string) (bool, bool) {
+		b, err := strconv.ParseBool(v)
+		return b, err == nil
+	}, field)
+}
+
+// intVar applies an integer of least or more; want says what it must be.
+func intVar(least int, want string, field func(*serveConfig) *int) func(*serveConfig, string) error {
+	return parsedVar(want, func(v string) (int, bool) {
+		n, err := strconv.Atoi(v)
+		return n, err == nil && n >= least
+	}, field)
 }
 
 // parseDuration parses a positive Go duration ("3s", "1m30s", "168h").

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/client"
 )
 
 // newHostsCmd is `chronos hosts [ORIGIN]`: the hosts in trouble, with
@@ -25,33 +26,23 @@ func newHostsCmd(env *environ) *cobra.Command {
 		},
 	}
 	a := addAPIFlags(cmd, env)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c, err := a.client()
-		if err != nil {
-			return err
-		}
+	cmd.RunE = a.runE(func(cmd *cobra.Command, c *client.Client, args []string) error {
 		if len(args) == 1 {
 			h, err := c.GetHost(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.out.print(h, func(t *tabwriter.Writer) string {
+			return a.out.printResult(h, err, func(t *tabwriter.Writer) string {
 				fields(t, h)
 				return ""
 			})
 		}
 		hs, err := c.ListHosts(cmd.Context())
-		if err != nil {
-			return err
-		}
-		return a.out.print(hs, func(t *tabwriter.Writer) string {
+		return a.out.printResult(hs, err, func(t *tabwriter.Writer) string {
 			hostTable(t, hs)
 			if len(hs) == 0 {
 				return "(no host has deferred runs or failed)"
 			}
 			return ""
 		})
-	}
+	})
 	return cmd
 }
 

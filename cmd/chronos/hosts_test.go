@@ -2,17 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/bus"
-	chttp "github.com/chronoshq/chronos/http"
-	"github.com/chronoshq/chronos/http/apitest"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -22,13 +16,7 @@ import (
 func TestCLIHosts(t *testing.T) {
 	t.Parallel()
 	db := sqltest.New(t)
-	probe := &apitest.Probe{}
-	probe.Connected.Store(true)
-	srv := chttp.NewServer(chttp.Config{Instance: "cli-test", APIKeys: []string{cliKey}}, db, bus.New(), probe,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	env := map[string]string{"CHRONOS_URL": ts.URL, "CHRONOS_API_KEY": cliKey}
+	env := apiEnvOn(t, db)
 
 	if out := ok(t, env, "hosts"); !strings.Contains(out, "no host") {
 		t.Fatalf("hosts, none:\n%s", out)

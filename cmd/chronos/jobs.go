@@ -16,17 +16,6 @@ import (
 	"github.com/chronoshq/chronos/client"
 )
 
-// newJobsCmd is `chronos jobs ...`.
-func newJobsCmd(env *environ) *cobra.Command {
-	cmd := groupCmd("jobs", "list, inspect and change jobs over the API")
-	a := addAPIFlags(cmd, env)
-	cmd.AddCommand(jobsList(a), jobsGet(a), jobsCreate(a), jobsUpdate(a),
-		jobsEnable(a, "pause", false), jobsEnable(a, "resume", true),
-		jobsTrigger(a), jobsDelete(a), jobsHistory(a), jobsSchedule(a))
-	cmd.AddCommand(jobsBackfill(a))
-	return cmd
-}
-
 func jobsList(a *apiFlags) *cobra.Command {
 	var f client.JobFilter
 	var enabled, selector string
@@ -48,22 +37,15 @@ func jobsList(a *apiFlags) *cobra.Command {
 			if f.Labels, err = client.ParseSelector(selector); err != nil {
 				return usageError{err}
 			}
-			var page *client.JobPage
+			page := &client.JobPage{}
 			if all {
-				jobs, err := c.AllJobs(cmd.Context(), f)
-				if err != nil {
-					return err
-				}
-				page = &client.JobPage{Jobs: jobs}
-			} else if page, err = c.ListJobs(cmd.Context(), f); err != nil {
-				return err
+				page.Jobs, err = c.AllJobs(cmd.Context(), f)
+			} else {
+				page, err = c.ListJobs(cmd.Context(), f)
 			}
-			return a.out.print(page, func(t *tabwriter.Writer) string {
+			return a.out.printResult(page, err, func(t *tabwriter.Writer) string {
 				jobTable(t, page.Jobs)
-				if page.NextCursor != "" {
-					return fmt.Sprintf("(more: --cursor %s, or --all)", page.NextCursor)
-				}
-				return ""
+				return nextPage(page.NextCursor, ", or --all")
 			})
 		}),
 	}
@@ -103,10 +85,7 @@ func labelString(l map[string]string) string {
 func jobsGet(a *apiFlags) *cobra.Command {
 	return a.oneJob(&cobra.Command{Use: "get", Short: "show one job"}, func(cmd *cobra.Command, c *client.Client, args []string) error {
 		j, err := resolveJob(cmd.Context(), c, args[0])
-		if err != nil {
-			return err
-		}
-		return a.out.print(j, func(t *tabwriter.Writer) string { fields(t, j); return "" })
+		return a.out.printResult(j, err, func(t *tabwriter.Writer) string { fields(t, j); return "" })
 	})
 }
 
@@ -291,10 +270,7 @@ func jobsCreate(a *apiFlags) *cobra.Command {
 			}
 			b, _ := json.Marshal(body)
 			j, err := c.CreateJobJSON(cmd.Context(), b)
-			if err != nil {
-				return err
-			}
-			return a.out.print(j, func(t *tabwriter.Writer) string {
+			return a.out.printResult(j, err, func(t *tabwriter.Writer) string {
 				jobTable(t, []*chronos.Job{&j.Job})
 				if j.SigningSecret != "" {
 					return fmt.Sprintf("signing secret (shown once): %s", j.SigningSecret)
@@ -329,15 +305,18 @@ func jobsUpdate(a *apiFlags) *cobra.Command {
 			}
 			b, _ := json.Marshal(body)
 			j, err := c.UpdateJobJSON(cmd.Context(), id, b)
-			if err != nil {
-				return err
-			}
-			return a.out.print(j, func(t *tabwriter.Writer) string { jobTable(t, []*chronos.Job{j}); return "" })
+			return a.out.printResult(j, err, func(t *tabwriter.Writer) string { jobTable(t, []*chronos.Job{j}); return "" })
 		}),
 	}
 	f.add(cmd, false)
 	return cmd
 }
+
+// jobsPause is `jobs pause`: jobsEnable with enabled false.
+func jobsPause(a *apiFlags) *cobra.Command { return jobsEnable(a, "pause", false) }
+
+// jobsResume is `jobs resume`: jobsEnable with enabled true.
+func jobsResume(a *apiFlags) *cobra.Command { return jobsEnable(a, "resume", true) }
 
 // jobsEnable is pause (enabled false) or resume (true), by ids and names
 // or by a label selector.
@@ -427,10 +406,7 @@ func bulkEnable(ctx context.Context, c *client.Client, sel client.Selector, enab
 func jobsTrigger(a *apiFlags) *cobra.Command {
 	return a.jobCmd(&cobra.Command{Use: "trigger", Short: "run a job now (a manual run)"}, func(cmd *cobra.Command, c *client.Client, id int64) error {
 		r, err := c.TriggerJob(cmd.Context(), id)
-		if err != nil {
-			return err
-		}
-		return a.out.print(r, func(t *tabwriter.Writer) string { runTable(t, []*chronos.Run{r}); return "" })
+		return a.out.printResult(r, err, func(t *tabwriter.Writer) string { runTable(t, []*chronos.Run{r}); return "" })
 	})
 }
 
@@ -473,10 +449,7 @@ func jobsHistory(a *apiFlags) *cobra.Command {
 			return err
 		}
 		p, err := c.JobHistory(cmd.Context(), id, limit, cursor)
-		if err != nil {
-			return err
-		}
-		return a.out.print(p, func(t *tabwriter.Writer) string {
+		return a.out.printResult(p, err, func(t *tabwriter.Writer) string {
 			row(t, "AT", "ACTOR", "ACTION", "CHANGED")
 			for _, e := range p.Entries {
 				var names []string
@@ -485,10 +458,7 @@ func jobsHistory(a *apiFlags) *cobra.Command {
 				}
 				row(t, e.At.UTC().Format(time.RFC3339), e.Actor, e.Action, truncate(strings.Join(sorted(names), ", "), 80))
 			}
-			if p.NextCursor != "" {
-				return fmt.Sprintf("(more: --cursor %s)", p.NextCursor)
-			}
-			return ""
+			return nextPage(p.NextCursor, "")
 		})
 	})
 	cmd.Flags().IntVar(&limit, "limit", 0, "page size")
@@ -527,10 +497,7 @@ func jobsSchedule(a *apiFlags) *cobra.Command {
 			return err
 		}
 		s, err := c.JobSchedule(cmd.Context(), id, count, at)
-		if err != nil {
-			return err
-		}
-		return a.out.print(s, func(t *tabwriter.Writer) string {
+		return a.out.printResult(s, err, func(t *tabwriter.Writer) string {
 			row(t, "FIRE TIME (UTC)", "LOCAL")
 			for i, ft := range s.FireTimes {
 				local := "-"

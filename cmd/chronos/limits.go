@@ -11,25 +11,12 @@ import (
 	"github.com/chronoshq/chronos/client"
 )
 
-// newLimitsCmd is `chronos limits ...`: named concurrency and rate limits
-// that jobs share through their limit_key.
-func newLimitsCmd(env *environ) *cobra.Command {
-	cmd := groupCmd("limits", "list, inspect and change the limits jobs share (limit_key)")
-	a := addAPIFlags(cmd, env)
-	cmd.AddCommand(limitsList(a), limitsGet(a), limitsPut(a), limitsDelete(a))
-	return cmd
-}
-
 func limitsList(a *apiFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "list limits with their runs in flight, tokens left and runs waiting",
 		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			ls, err := c.ListLimits(cmd.Context())
 			if err != nil {
 				return err
@@ -38,7 +25,7 @@ func limitsList(a *apiFlags) *cobra.Command {
 				limitTable(t, ls)
 				return ""
 			})
-		},
+		}),
 	}
 }
 
@@ -72,30 +59,9 @@ func limitRate(l *chronos.Limit) string {
 	return fmt.Sprintf("%d/%ds", *l.Rate, per)
 }
 
-func intp(v *int) string {
-	if v == nil {
-		return "-"
-	}
-	return strconv.Itoa(*v)
-}
-
 func limitsGet(a *apiFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "get KEY",
-		Short: "show one limit and its state",
-		Args:  exactArgs(1, "one limit key"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			l, err := c.GetLimit(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.out.print(l, func(t *tabwriter.Writer) string { fields(t, l); return "" })
-		},
-	}
+	cmd := &cobra.Command{Use: "get KEY", Short: "show one limit and its state", Args: exactArgs(1, "one limit key")}
+	return getCmd(a, cmd, (*client.Client).GetLimit, func(t *tabwriter.Writer, l *chronos.Limit) string { fields(t, l); return "" })
 }
 
 func limitsPut(a *apiFlags) *cobra.Command {
@@ -126,10 +92,7 @@ func limitsPut(a *apiFlags) *cobra.Command {
 				return err
 			}
 			l, err := c.PutLimit(cmd.Context(), args[0], s)
-			if err != nil {
-				return err
-			}
-			return a.out.print(l, func(t *tabwriter.Writer) string { fields(t, l); return "" })
+			return a.out.printResult(l, err, func(t *tabwriter.Writer) string { fields(t, l); return "" })
 		},
 	}
 	fl := cmd.Flags()
@@ -140,22 +103,9 @@ func limitsPut(a *apiFlags) *cobra.Command {
 }
 
 func limitsDelete(a *apiFlags) *cobra.Command {
-	return &cobra.Command{
+	return a.deleteCmd(&cobra.Command{
 		Use:   "delete KEY...",
 		Short: "delete limits no job names",
 		Args:  atLeastArgs(1, "limit keys"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			for _, key := range args {
-				if err := c.DeleteLimit(cmd.Context(), key); err != nil {
-					return fmt.Errorf("%s: %w", key, err)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "deleted limit %s\n", key)
-			}
-			return nil
-		},
-	}
+	}, "limit", (*client.Client).DeleteLimit)
 }

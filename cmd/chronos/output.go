@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -62,6 +63,15 @@ func (o *output) print(v any, table func(t *tabwriter.Writer) (footer string)) e
 		return err
 	}
 	return nil
+}
+
+// printResult is the tail of most API commands: the error of the call
+// that returned v, or else v printed (see print).
+func (o *output) printResult(v any, err error, table func(t *tabwriter.Writer) (footer string)) error {
+	if err != nil {
+		return err
+	}
+	return o.print(v, table)
 }
 
 // row writes one tab-separated table row.
@@ -133,6 +143,23 @@ func strp(s *string) string {
 		return "-"
 	}
 	return *s
+}
+
+// nextPage is the footer of a page of a list: how to ask for the next
+// page (or, followed by or), or "" on the last page.
+func nextPage(cursor, or string) string {
+	if cursor == "" {
+		return ""
+	}
+	return "(more: --cursor " + cursor + or + ")"
+}
+
+// intp is an optional number for a table cell ("-" when absent).
+func intp(v *int) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.Itoa(*v)
 }
 
 // truncate shortens s to n runes for a table cell.

@@ -55,8 +55,19 @@ func newRoot(ctx context.Context, env *environ) *cobra.Command {
 		})
 		root.AddCommand(sub)
 	}
-	root.AddCommand(newJobsCmd(env), newRunsCmd(env), newApplyCmd(env), newHostsCmd(env))
-	root.AddCommand(newLimitsCmd(env), newCalendarsCmd(env))
+	root.AddCommand(
+		apiGroup(env, "jobs", "list, inspect and change jobs over the API",
+			jobsList, jobsGet, jobsCreate, jobsUpdate, jobsPause, jobsResume,
+			jobsTrigger, jobsDelete, jobsHistory, jobsSchedule, jobsBackfill),
+		apiGroup(env, "runs", "list and inspect runs, and redrive dead ones (the dead-letter queue)",
+			runsList, runsGet, runsRedrive),
+		newApplyCmd(env), newHostsCmd(env),
+		// Named concurrency and rate limits that jobs share through their
+		// limit_key.
+		apiGroup(env, "limits", "list, inspect and change the limits jobs share (limit_key)",
+			limitsList, limitsGet, limitsPut, limitsDelete),
+		apiGroup(env, "calendars", "list, inspect and change holiday calendars over the API",
+			calendarsList, calendarsGet, calendarsApply, calendarsDelete))
 	return root
 }
 

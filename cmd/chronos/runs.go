@@ -12,14 +12,6 @@ import (
 	"github.com/chronoshq/chronos/client"
 )
 
-// newRunsCmd is `chronos runs ...`.
-func newRunsCmd(env *environ) *cobra.Command {
-	cmd := groupCmd("runs", "list and inspect runs, and redrive dead ones (the dead-letter queue)")
-	a := addAPIFlags(cmd, env)
-	cmd.AddCommand(runsList(a), runsGet(a), runsRedrive(a))
-	return cmd
-}
-
 // runFilterFlags are the filters of GET /v1/runs and POST /v1/runs/redrive.
 type runFilterFlags struct {
 	job, status, trigger, since, until string
@@ -87,15 +79,9 @@ func runsList(a *apiFlags) *cobra.Command {
 			} else {
 				p, err = c.ListRuns(cmd.Context(), f)
 			}
-			if err != nil {
-				return err
-			}
-			return a.out.print(p, func(t *tabwriter.Writer) string {
+			return a.out.printResult(p, err, func(t *tabwriter.Writer) string {
 				runTable(t, p.Runs)
-				if p.NextCursor != "" {
-					return fmt.Sprintf("(more: --cursor %s)", p.NextCursor)
-				}
-				return ""
+				return nextPage(p.NextCursor, "")
 			})
 		}),
 	}
@@ -109,12 +95,8 @@ func runsList(a *apiFlags) *cobra.Command {
 func runTable(t *tabwriter.Writer, runs []*chronos.Run) {
 	row(t, "ID", "JOB", "SCHEDULED", "TRIGGER", "STATUS", "ATTEMPTS", "LAST STATUS", "LAST ERROR")
 	for _, r := range runs {
-		code := "-"
-		if r.LastStatusCode != nil {
-			code = strconv.Itoa(*r.LastStatusCode)
-		}
 		row(t, strconv.FormatInt(r.ID, 10), strconv.FormatInt(r.JobID, 10), when(&r.ScheduledAt), string(r.Trigger), string(r.Status),
-			strconv.Itoa(r.AttemptCount), code, truncate(strp(r.LastError), 60))
+			strconv.Itoa(r.AttemptCount), intp(r.LastStatusCode), truncate(strp(r.LastError), 60))
 	}
 }
 
@@ -129,22 +111,16 @@ func runsGet(a *apiFlags) *cobra.Command {
 				return usagef("get: run id %q is not a number", args[0])
 			}
 			r, err := c.GetRun(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			return a.out.print(r, func(t *tabwriter.Writer) string {
+			return a.out.printResult(r, err, func(t *tabwriter.Writer) string {
 				fields(t, r, "attempts")
 				row(t, "", "")
 				row(t, "ATTEMPT", "STARTED", "DURATION", "STATUS", "ERROR")
 				for _, at := range r.Attempts {
-					code, dur := "-", "-"
-					if at.StatusCode != nil {
-						code = strconv.Itoa(*at.StatusCode)
-					}
+					dur := "-"
 					if at.DurationMS != nil {
 						dur = (time.Duration(*at.DurationMS) * time.Millisecond).String()
 					}
-					row(t, strconv.Itoa(at.Attempt), when(&at.StartedAt), dur, code, truncate(strp(at.Error), 60))
+					row(t, strconv.Itoa(at.Attempt), when(&at.StartedAt), dur, intp(at.StatusCode), truncate(strp(at.Error), 60))
 				}
 				return ""
 			})
