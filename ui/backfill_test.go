@@ -19,8 +19,7 @@ import (
 // fire times; the edit form keeps them; the backfill form shows the dry
 // run and creates nothing until its button is pressed.
 func TestJobPageCalendarsAndBackfill(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, false)
+	e, c := signedIn(t, writeKey)
 	ctx := context.Background()
 	now := time.Now().UTC()
 	tomorrow := now.AddDate(0, 0, 1).Format("2006-01-02")
@@ -29,8 +28,6 @@ func TestJobPageCalendarsAndBackfill(t *testing.T) {
 	}
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "daily", CronExpr: ptr("0 6 * * *"), TargetURL: "http://127.0.0.1:9/x",
 		Calendars: []string{"closures"}})
-	c := e.client(t)
-	c.signIn(writeKey)
 	base := "/ui/jobs/" + strconv.FormatInt(j.ID, 10)
 	code, body := c.get(base)
 	if code != http.StatusOK || !strings.Contains(body, `id="job-calendars"`) || !strings.Contains(body, "<code>closures</code>") {

@@ -62,6 +62,18 @@ func newEnvAs(t *testing.T, live bool, name string) *env {
 	return &env{in: in, console: c, srv: srv}
 }
 
+// signedIn runs t in parallel with the other tests of the package, on a
+// console of its own over a fresh database (no reactor), with a client
+// signed in with key.
+func signedIn(t *testing.T, key string) (*env, *client) {
+	t.Helper()
+	t.Parallel()
+	e := newEnv(t, false)
+	c := e.client(t)
+	c.signIn(key)
+	return e, c
+}
+
 // client is a browser without a browser: a cookie jar, no redirects
 // followed unless asked.
 type client struct {
