@@ -124,7 +124,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("old release's migrate: %v\n%s", err, out)
 	}
 	var oldLevel int
-	c := newBareCluster(t, defaultClusterConfig(), dsn)
+	c := emptyCluster(t, defaultClusterConfig(), dsn, newTarget()) // no proxy: addInstanceBin starts the instances
 	if err := c.db.Pool.QueryRow(ctx, "SELECT version FROM chronos_schema_version").Scan(&oldLevel); err != nil {
 		t.Fatal(err)
 	}
@@ -396,33 +396,6 @@ func TestRollingUpgrade(t *testing.T) {
 		from[:12], oldLevel, sql.SchemaLevel(), newLedAt.Sub(landed).Round(time.Millisecond), oldStop.Sub(landed).Round(time.Millisecond),
 		len(runs), notSucceeded, len(shots), shotFail, len(tr.acked()), tr.failed(), oldDelivered, missing, last-first+1,
 		jittered, len(byJob[cronJit.ID]))
-}
-
-// newBareCluster is a cluster on dsn with no instance yet (addInstanceBin
-// starts them), no proxy between them and the database.
-func newBareCluster(t testing.TB, cfg clusterConfig, dsn string) *cluster {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db, err := sql.Open(ctx, sqltest.WithParam(dsn, "pool_max_conns", "4"), "faults-checker")
-	if err != nil {
-		t.Fatalf("open checker pool: %v", err)
-	}
-	c := &cluster{
-		t: t, cfg: cfg, dsn: dsn, db: db, target: newTarget(),
-		client:  &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 256}},
-		leaders: &leaderLog{open: map[string]time.Time{}},
-		faults:  &faultLog{},
-	}
-	t.Cleanup(func() {
-		for _, in := range c.insts {
-			in.stopQuietly()
-		}
-		c.target.close()
-		c.client.CloseIdleConnections()
-		db.Close()
-	})
-	return c
 }
 
 // addInstanceBin starts one more instance running bin ("": this tree's
