@@ -198,23 +198,3 @@ func failReason(what string, code int, err error) string {
 	}
 	return fmt.Sprintf("%s: HTTP %d", what, code)
 }
-
-// every calls f rate times a second, each call in its own goroutine,
-// until ctx ends, then waits for the calls in flight.
-func (r *crashRun) every(ctx context.Context, rate int, f func(context.Context)) {
-	if rate <= 0 {
-		return
-	}
-	tick := time.NewTicker(time.Second / time.Duration(rate))
-	defer tick.Stop()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		wg.Go(func() { f(ctx) })
-	}
-}

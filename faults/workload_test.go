@@ -147,22 +147,7 @@ func (w *workload) drive(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	tick := time.NewTicker(time.Second / time.Duration(w.cfg.rate))
-	defer tick.Stop()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.trigger(ctx, w.trigJobs[rand.IntN(len(w.trigJobs))])
-		}()
-	}
+	every(ctx, w.cfg.rate, func(ctx context.Context) { w.trigger(ctx, w.trigJobs[rand.IntN(len(w.trigJobs))]) })
 }
 
 // trigger fires one job and records the run it was given.
