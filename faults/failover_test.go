@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -115,16 +114,7 @@ func TestPostgresFailover(t *testing.T) {
 		manual = append(manual, j.ID)
 	}
 	tr := &triggers{c: c}
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	var load sync.WaitGroup
-	load.Add(1)
-	go func() {
-		defer load.Done()
-		for i := 0; loadCtx.Err() == nil; i++ {
-			tr.fire(loadCtx, manual[i%len(manual)])
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
+	stopLoad := tr.keepFiring(ctx, manual)
 	time.Sleep(3 * time.Second)
 
 	crashed := primary.crash(t)
@@ -157,7 +147,6 @@ func TestPostgresFailover(t *testing.T) {
 	firstAcked = tr.lastAt()
 	time.Sleep(5 * time.Second) // carry on under load
 	stopLoad()
-	load.Wait()
 	if code, err := c.api(ctx, http.MethodPatch, fmt.Sprintf("/v1/jobs/%d", cron.ID), map[string]any{"enabled": false}, nil); err != nil || code != http.StatusOK {
 		t.Fatalf("pause cron job: HTTP %d, %v", code, err)
 	}

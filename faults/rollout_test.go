@@ -167,32 +167,26 @@ func TestRollingUpgrade(t *testing.T) {
 		oneShots []int64
 		shotFail int
 	)
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	var load sync.WaitGroup
-	load.Add(1)
-	go func() {
-		defer load.Done()
-		for i := 0; loadCtx.Err() == nil; i++ {
-			tr.fire(loadCtx, manual.ID)
-			b := jobBody(fmt.Sprintf("one-shot-%d", i), c.target.srv.URL)
-			b["run_at"] = time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
-			var j chronos.Job
-			rctx, rcancel := context.WithTimeout(loadCtx, 5*time.Second)
-			code, err := c.api(rctx, http.MethodPost, "/v1/jobs", b, &j)
-			rcancel()
-			mu.Lock()
-			if err == nil && code == http.StatusCreated {
-				oneShots = append(oneShots, j.ID)
-			} else {
-				shotFail++
-			}
-			mu.Unlock()
-			select {
-			case <-loadCtx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
+	stopLoad := background(ctx, func(loadCtx context.Context, i int) {
+		tr.fire(loadCtx, manual.ID)
+		b := jobBody(fmt.Sprintf("one-shot-%d", i), c.target.srv.URL)
+		b["run_at"] = time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+		var j chronos.Job
+		rctx, rcancel := context.WithTimeout(loadCtx, 5*time.Second)
+		code, err := c.api(rctx, http.MethodPost, "/v1/jobs", b, &j)
+		rcancel()
+		mu.Lock()
+		if err == nil && code == http.StatusCreated {
+			oneShots = append(oneShots, j.ID)
+		} else {
+			shotFail++
 		}
-	}()
+		mu.Unlock()
+		select {
+		case <-loadCtx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	})
 	waitFor(t, 30*time.Second, "the old release to deliver a cron run", func() bool {
 		return len(c.target.deliveries()) > 3
 	})
@@ -238,7 +232,6 @@ func TestRollingUpgrade(t *testing.T) {
 	oldStop := c.inst("old").term(t)
 	time.Sleep(6 * time.Second)
 	stopLoad()
-	load.Wait()
 	for _, j := range []chronos.Job{cronAll, cronEnds, cronJit} {
 		if code, err := c.api(ctx, http.MethodPatch, fmt.Sprintf("/v1/jobs/%d", j.ID), map[string]any{"enabled": false}, nil); err != nil || code != http.StatusOK {
 			t.Fatalf("pause %s: HTTP %d, %v", j.Name, code, err)

@@ -152,11 +152,7 @@ func (w *workload) drive(ctx context.Context) {
 
 // trigger fires one job and records the run it was given.
 func (w *workload) trigger(ctx context.Context, job int64) {
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	at := time.Now()
-	var r chronos.Run
-	code, err := w.c.api(rctx, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/trigger", job), nil, &r)
+	r, at, code, err := w.c.trigger(ctx, job)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var se *serverError
