@@ -209,6 +209,14 @@ func (c *cluster) live() []*instance {
 	return out
 }
 
+// pause disables job through the API, failing t if it cannot.
+func (c *cluster) pause(t testing.TB, ctx context.Context, job int64) {
+	t.Helper()
+	if code, err := c.api(ctx, http.MethodPatch, fmt.Sprintf("/v1/jobs/%d", job), map[string]any{"enabled": false}, nil); err != nil || code != http.StatusOK {
+		t.Fatalf("pause job %d: HTTP %d, %v", job, code, err)
+	}
+}
+
 // trigger fires job through the API (5 s at most) and returns the run it
 // was given, when the request was sent, and the answer.
 func (c *cluster) trigger(ctx context.Context, job int64) (chronos.Run, time.Time, int, error) {

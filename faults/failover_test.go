@@ -147,9 +147,7 @@ func TestPostgresFailover(t *testing.T) {
 	firstAcked = tr.lastAt()
 	time.Sleep(5 * time.Second) // carry on under load
 	stopLoad()
-	if code, err := c.api(ctx, http.MethodPatch, fmt.Sprintf("/v1/jobs/%d", cron.ID), map[string]any{"enabled": false}, nil); err != nil || code != http.StatusOK {
-		t.Fatalf("pause cron job: HTTP %d, %v", code, err)
-	}
+	c.pause(t, ctx, cron.ID)
 	drain(t, c, 90*time.Second)
 
 	runs := loadRuns(t, ctx, c)

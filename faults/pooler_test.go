@@ -129,9 +129,7 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 	}
 	stopLoad()
 	cronStop := time.Now()
-	if code, err := c.api(ctx, http.MethodPatch, fmt.Sprintf("/v1/jobs/%d", cronJob), map[string]any{"enabled": false}, nil); err != nil || code != http.StatusOK {
-		t.Fatalf("pause cron job: HTTP %d, %v", code, err)
-	}
+	c.pause(t, ctx, cronJob)
 	drain(t, c, 30*time.Second)
 
 	// /readyz names both instances with their versions.

@@ -233,9 +233,7 @@ func TestRollingUpgrade(t *testing.T) {
 	time.Sleep(6 * time.Second)
 	stopLoad()
 	for _, j := range []chronos.Job{cronAll, cronEnds, cronJit} {
-		if code, err := c.api(ctx, http.MethodPatch, fmt.Sprintf("/v1/jobs/%d", j.ID), map[string]any{"enabled": false}, nil); err != nil || code != http.StatusOK {
-			t.Fatalf("pause %s: HTTP %d, %v", j.Name, code, err)
-		}
+		c.pause(t, ctx, j.ID)
 	}
 	drain(t, c, 90*time.Second)
 
