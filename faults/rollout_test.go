@@ -17,6 +17,7 @@ import (
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
+	"github.com/jackc/pgx/v5"
 )
 
 // rolloutFrom is the previous release the rolling-upgrade test starts
@@ -257,24 +258,13 @@ func TestRollingUpgrade(t *testing.T) {
 		trigger       string
 		status, maker string
 	}
-	rows, err := c.db.Pool.Query(ctx, `
+	runs := queryAll(t, ctx, c, "load runs", `
 		SELECT r.id, r.job_id, r.scheduled_at, r.fire_at, r.trigger, r.status,
 		       coalesce((SELECT a.worker_id FROM run_attempts_all a WHERE a.run_id = r.id ORDER BY a.attempt DESC LIMIT 1), '')
-		  FROM job_runs r ORDER BY r.id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs []run
-	for rows.Next() {
-		var r run
-		if err := rows.Scan(&r.id, &r.job, &r.scheduled, &r.fire, &r.trigger, &r.status, &r.maker); err != nil {
-			t.Fatal(err)
-		}
-		runs = append(runs, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+		  FROM job_runs r ORDER BY r.id`,
+		func(rows pgx.Rows) (r run, err error) {
+			return r, rows.Scan(&r.id, &r.job, &r.scheduled, &r.fire, &r.trigger, &r.status, &r.maker)
+		})
 	delivered := map[int64]time.Time{} // run -> first delivery
 	for _, d := range c.target.deliveries() {
 		if d.Aborted {
