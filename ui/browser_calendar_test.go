@@ -32,12 +32,7 @@ func TestBrowserCalendarAndBackfill(t *testing.T) {
 	id := strconv.FormatInt(j.ID, 10)
 	ctx, blog := newBrowser(t, 1280, 900, false)
 	base := e.srv.URL
-	run(t, ctx, "sign in",
-		chromedp.Navigate(base+"/ui/login"),
-		chromedp.WaitVisible(css("#key")),
-		chromedp.SendKeys(css("#key"), writeKey),
-		chromedp.Click(css("main form button[type=submit]")),
-		until(`location.pathname === "/ui/"`, 10*time.Second))
+	browserSignIn(t, ctx, base)
 
 	run(t, ctx, "the job page shows the calendar",
 		chromedp.Navigate(base+"/ui/jobs/"+id),

@@ -80,12 +80,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 	}
 	ctx, blog := newBrowser(t, 1280, 900, false)
 	base := e.srv.URL
-	run(t, ctx, "sign in",
-		chromedp.Navigate(base+"/ui/login"),
-		chromedp.WaitVisible(css("#key")),
-		chromedp.SendKeys(css("#key"), writeKey),
-		chromedp.Click(css("main form button[type=submit]")),
-		until(`location.pathname === "/ui/"`, 10*time.Second))
+	browserSignIn(t, ctx, base)
 
 	// The schedule's inputs follow the radio.
 	run(t, ctx, "open the edit form",
