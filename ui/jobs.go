@@ -112,12 +112,10 @@ func (c *Console) setEnabled(w nethttp.ResponseWriter, r *nethttp.Request, s *se
 
 // triggerJob is POST /ui/jobs/{id}/trigger.
 func (c *Console) triggerJob(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	id, run, ok := byPathID(c, w, r, s, c.db.Trigger)
+	id, _, ok := c.newRunByPathID(w, r, s, c.db.Trigger, "console: job triggered", "job_id", "run_id")
 	if !ok {
 		return
 	}
-	c.announce(run)
-	c.log.Info("console: job triggered", "job_id", id, "run_id", run.ID, "key", s.Name)
 	j, err := c.db.Job(r.Context(), id)
 	if err != nil {
 		c.failErr(w, r, s, err)
