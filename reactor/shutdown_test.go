@@ -78,14 +78,7 @@ func TestShutdownCountsSentRequests(t *testing.T) {
 	}
 	check(lastRun, chronos.StatusDead) // max_retries 0: that was its one attempt
 
-	var leased int
-	if err := in.db.Pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM job_runs WHERE status IN ('leased','running')").Scan(&leased); err != nil {
-		t.Fatal(err)
-	}
-	if leased != 0 {
-		t.Errorf("%d runs left leased after a graceful stop", leased)
-	}
+	noneLeased(t, in.db, "after a graceful stop")
 }
 
 // unsentTransport never writes a request: it waits until the call is
