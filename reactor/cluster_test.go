@@ -118,7 +118,7 @@ func TestTwoReactorsEveryOccurrenceOnce(t *testing.T) {
 		sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 		t.Logf("scheduled instant -> target: p50 %s p99 %s max %s", lags[len(lags)/2], lags[len(lags)*99/100], lags[len(lags)-1])
 	}
-	noneLeased(t, a.db, "after both stopped")
+	a.noneLeased(t, "after both stopped")
 }
 
 func withInstance(c Config, name string) Config {

@@ -1,7 +1,6 @@
 package reactor
 
 import (
-	"context"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -64,18 +63,4 @@ type target struct {
 func newTarget(t *testing.T, h http.HandlerFunc) *target {
 	tg := reactortest.NewTarget(t, h)
 	return &target{Target: tg, hits: &tg.Hits, inFlight: &tg.InFlight, maxSeen: &tg.MaxSeen}
-}
-
-// noneLeased fails t (naming when: "after ...") if any run is still
-// leased or running.
-func noneLeased(t *testing.T, db *sql.DB, when string) {
-	t.Helper()
-	var leased int
-	if err := db.Pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM job_runs WHERE status IN ('leased','running')").Scan(&leased); err != nil {
-		t.Fatal(err)
-	}
-	if leased != 0 {
-		t.Errorf("%d runs left leased %s", leased, when)
-	}
 }
