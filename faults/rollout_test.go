@@ -106,9 +106,7 @@ func oldBinary(t testing.TB, commit string) string {
 // A long fault test (it builds the previous release once, then runs
 // about a minute): CHRONOS_LONG_TESTS=1, as .ci/run sets.
 func TestRollingUpgrade(t *testing.T) {
-	if !longTests() {
-		t.Skipf("a long fault test: set %s=1 (.ci/run does) or -soak", longTestsVar)
-	}
+	skipUnlessLong(t)
 	from := rolloutFrom
 	if v := os.Getenv("CHRONOS_ROLLOUT_FROM"); v != "" {
 		from = v
