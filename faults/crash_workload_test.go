@@ -188,13 +188,5 @@ func (r *crashRun) send(ctx context.Context, method, path string, body, out any)
 	return r.c.apiOn(rctx, live[0], method, path, body, out)
 }
 
-func failReason(what string, code int, err error) string {
-	var se *serverError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Sprintf("%s: HTTP %d", what, se.code)
-	case err != nil:
-		return what + ": no answer"
-	}
-	return fmt.Sprintf("%s: HTTP %d", what, code)
-}
+// failReason is failure, named for what was asked.
+func failReason(what string, code int, err error) string { return what + ": " + failure(code, err) }

@@ -155,17 +155,24 @@ func (w *workload) trigger(ctx context.Context, job int64) {
 	r, at, code, err := w.c.trigger(ctx, job)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err != nil || code != http.StatusAccepted {
+		w.trigFail[failure(code, err)]++
+		return
+	}
+	w.triggered = append(w.triggered, triggerRec{Job: job, Run: r.ID, At: at})
+}
+
+// failure says why an API request did not get the answer it wanted: the
+// HTTP status of an error answer, or "no answer".
+func failure(code int, err error) string {
 	var se *serverError
 	switch {
 	case errors.As(err, &se):
-		w.trigFail[fmt.Sprintf("HTTP %d", se.code)]++
+		return fmt.Sprintf("HTTP %d", se.code)
 	case err != nil:
-		w.trigFail["no answer"]++
-	case code != http.StatusAccepted:
-		w.trigFail[fmt.Sprintf("HTTP %d", code)]++
-	default:
-		w.triggered = append(w.triggered, triggerRec{Job: job, Run: r.ID, At: at})
+		return "no answer"
 	}
+	return fmt.Sprintf("HTTP %d", code)
 }
 
 // burst fires n triggers at once, spread over the live instances, with
