@@ -11,10 +11,9 @@ import (
 func tick(ctx context.Context, interval time.Duration, f func(context.Context)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	for {
+	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
-			return
 		case <-t.C:
 			f(ctx)
 		}
