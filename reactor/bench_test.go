@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,9 +19,9 @@ import (
 
 // benchDBs is the database of a reactor benchmark: its DSN, the pool the
 // runs are created on (synchronous, like the API's) and the reactor's
-// pool, which is the same one unless reactorParam ("name=value") sets the
-// reactor's apart (e.g. synchronous_commit=off). Both close at cleanup.
-func benchDBs(b *testing.B, reactorParam string) (dsn string, db, rdb *sql.DB) {
+// pool, which is the same one unless asyncCommit sets the reactor's apart
+// with synchronous_commit=off. Both close at cleanup.
+func benchDBs(b *testing.B, asyncCommit bool) (dsn string, db, rdb *sql.DB) {
 	dsn = sqltest.NewURL(b)
 	open := func(dsn, name string) *sql.DB {
 		d, err := sql.Open(context.Background(), dsn, name)
@@ -34,9 +33,8 @@ func benchDBs(b *testing.B, reactorParam string) (dsn string, db, rdb *sql.DB) {
 	}
 	db = open(dsn, "bench")
 	rdb = db
-	if reactorParam != "" {
-		k, v, _ := strings.Cut(reactorParam, "=")
-		rdb = open(sqltest.WithParam(dsn, k, v), "bench-reactor")
+	if asyncCommit {
+		rdb = open(sqltest.WithParam(dsn, "synchronous_commit", "off"), "bench-reactor")
 	}
 	return dsn, db, rdb
 }
@@ -44,9 +42,9 @@ func benchDBs(b *testing.B, reactorParam string) (dsn string, db, rdb *sql.DB) {
 // benchCommitModes runs bench twice, as sub-benchmarks: "sync", the reactor
 // on the runs' synchronous pool, and "async-commit", the reactor on a pool
 // of its own with synchronous_commit=off (see benchDBs).
-func benchCommitModes(b *testing.B, bench func(b *testing.B, reactorParams string)) {
-	b.Run("sync", func(b *testing.B) { bench(b, "") })
-	b.Run("async-commit", func(b *testing.B) { bench(b, "synchronous_commit=off") })
+func benchCommitModes(b *testing.B, bench func(b *testing.B, asyncCommit bool)) {
+	b.Run("sync", func(b *testing.B) { bench(b, false) })
+	b.Run("async-commit", func(b *testing.B) { bench(b, true) })
 }
 
 // benchEnv is what a reactor benchmark runs on: the databases of benchDBs,
@@ -60,8 +58,8 @@ type benchEnv struct {
 	log     *slog.Logger
 }
 
-func newBenchEnv(b *testing.B, reactorParams, name string, handler http.HandlerFunc) *benchEnv {
-	dsn, db, rdb := benchDBs(b, reactorParams)
+func newBenchEnv(b *testing.B, asyncCommit bool, name string, handler http.HandlerFunc) *benchEnv {
+	dsn, db, rdb := benchDBs(b, asyncCommit)
 	srv := httptest.NewServer(handler)
 	b.Cleanup(srv.Close)
 	job := &chronos.Job{Name: name, TargetURL: srv.URL, Enabled: true}
@@ -95,9 +93,9 @@ func BenchmarkTriggerToTarget(b *testing.B) {
 	benchCommitModes(b, benchTriggerToTarget)
 }
 
-func benchTriggerToTarget(b *testing.B, reactorParams string) {
+func benchTriggerToTarget(b *testing.B, asyncCommit bool) {
 	got := make(chan time.Time, 1)
-	e := newBenchEnv(b, reactorParams, "bench", func(w http.ResponseWriter, r *http.Request) { got <- time.Now() })
+	e := newBenchEnv(b, asyncCommit, "bench", func(w http.ResponseWriter, r *http.Request) { got <- time.Now() })
 	db, job := e.db, e.job
 	ctx := context.Background()
 	bs := bus.New()
@@ -172,8 +170,8 @@ func BenchmarkBurnDown(b *testing.B) {
 	benchCommitModes(b, benchBurnDown)
 }
 
-func benchBurnDown(b *testing.B, reactorParams string) {
-	e := newBenchEnv(b, reactorParams, "burn", func(w http.ResponseWriter, r *http.Request) {})
+func benchBurnDown(b *testing.B, asyncCommit bool) {
+	e := newBenchEnv(b, asyncCommit, "burn", func(w http.ResponseWriter, r *http.Request) {})
 	ctx := context.Background()
 	job := e.job
 	if _, err := e.db.Pool.Exec(ctx, `INSERT INTO job_runs (job_id, scheduled_at, trigger)
