@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // dbRun is a job_runs row as the checker reads it.
@@ -104,18 +106,13 @@ func check(t *testing.T, c *cluster, w *workload, m *monitor, kills []killRec, w
 			fail("cron job %d has no runs at all", job)
 			continue
 		}
-		for i, r := range rs {
+		catchUps += eachOccurrence(rs, func(i int, r *dbRun, d time.Duration) {
 			if r.Trigger != "schedule" {
 				fail("cron job %d has a %s run %d", job, r.Trigger, r.ID)
 			}
-			if r.CatchUp {
-				catchUps++
-			}
-			if i == 0 {
-				continue
-			}
-			d := r.ScheduledAt.Sub(rs[i-1].ScheduledAt)
 			switch {
+			case i == 0:
+				return
 			case d <= 0:
 				fail("cron job %d: runs %d and %d share occurrence %s", job, rs[i-1].ID, r.ID, r.ScheduledAt)
 			case d == time.Second:
@@ -127,7 +124,7 @@ func check(t *testing.T, c *cluster, w *workload, m *monitor, kills []killRec, w
 			if r.CatchUp && d == time.Second {
 				strayCatchUps++
 			}
-		}
+		})
 		if first := rs[0].ScheduledAt; first.After(w.created.Add(10*time.Second)) && !exp.gaps {
 			fail("cron job %d: first run at %s, %s after the last job was created", job, first.Format(time.TimeOnly), first.Sub(w.created))
 		}
@@ -406,47 +403,70 @@ func (tg *target) deliveredRuns() map[int64]bool {
 	return delivered
 }
 
-func loadRuns(t testing.TB, ctx context.Context, c *cluster) []*dbRun {
+// eachOccurrence calls f for each of a cron job's runs rs (sorted by
+// occurrence), with the time since the run before (0 for the first), and
+// returns how many of them are catch-up runs.
+func eachOccurrence(rs []*dbRun, f func(i int, r *dbRun, gap time.Duration)) (catchUps int) {
+	for i, r := range rs {
+		if r.CatchUp {
+			catchUps++
+		}
+		var gap time.Duration
+		if i > 0 {
+			gap = r.ScheduledAt.Sub(rs[i-1].ScheduledAt)
+		}
+		f(i, r, gap)
+	}
+	return catchUps
+}
+
+// eachRow runs query on the checker's pool and calls scan for each row;
+// any error fails t, as what.
+func eachRow(t testing.TB, ctx context.Context, c *cluster, what, query string, scan func(pgx.Rows) error) {
 	t.Helper()
-	rows, err := c.db.Pool.Query(ctx, `
-		SELECT id, job_id, scheduled_at, trigger, catch_up, status, attempt_count, last_error FROM job_runs ORDER BY id`)
+	rows, err := c.db.Pool.Query(ctx, query)
 	if err != nil {
-		t.Fatalf("load runs: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
 	defer rows.Close()
-	var out []*dbRun
 	for rows.Next() {
-		r := &dbRun{}
-		if err := rows.Scan(&r.ID, &r.Job, &r.ScheduledAt, &r.Trigger, &r.CatchUp, &r.Status, &r.Attempts, &r.LastError); err != nil {
-			t.Fatalf("load runs: %v", err)
+		if err := scan(rows); err != nil {
+			t.Fatalf("%s: %v", what, err)
 		}
-		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		t.Fatalf("load runs: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
+}
+
+// queryAll is eachRow collecting what scan reads of each row.
+func queryAll[T any](t testing.TB, ctx context.Context, c *cluster, what, query string, scan func(pgx.Rows) (T, error)) []T {
+	t.Helper()
+	var out []T
+	eachRow(t, ctx, c, what, query, func(rows pgx.Rows) error {
+		v, err := scan(rows)
+		out = append(out, v)
+		return err
+	})
 	return out
+}
+
+func loadRuns(t testing.TB, ctx context.Context, c *cluster) []*dbRun {
+	t.Helper()
+	return queryAll(t, ctx, c, "load runs", `
+		SELECT id, job_id, scheduled_at, trigger, catch_up, status, attempt_count, last_error FROM job_runs ORDER BY id`,
+		func(rows pgx.Rows) (*dbRun, error) {
+			r := &dbRun{}
+			return r, rows.Scan(&r.ID, &r.Job, &r.ScheduledAt, &r.Trigger, &r.CatchUp, &r.Status, &r.Attempts, &r.LastError)
+		})
 }
 
 func loadAttempts(t testing.TB, ctx context.Context, c *cluster) []dbAttempt {
 	t.Helper()
-	rows, err := c.db.Pool.Query(ctx, `SELECT run_id, attempt, worker_id, error FROM run_attempts_all`)
-	if err != nil {
-		t.Fatalf("load attempts: %v", err)
-	}
-	defer rows.Close()
-	var out []dbAttempt
-	for rows.Next() {
-		var a dbAttempt
-		if err := rows.Scan(&a.Run, &a.Attempt, &a.Worker, &a.Error); err != nil {
-			t.Fatalf("load attempts: %v", err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("load attempts: %v", err)
-	}
-	return out
+	return queryAll(t, ctx, c, "load attempts", `SELECT run_id, attempt, worker_id, error FROM run_attempts_all`,
+		func(rows pgx.Rows) (a dbAttempt, err error) {
+			return a, rows.Scan(&a.Run, &a.Attempt, &a.Worker, &a.Error)
+		})
 }
 
 // longestLeaderless is the longest stretch between two samples with a

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -206,6 +207,25 @@ func (c *cluster) live() []*instance {
 	}
 	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	return out
+}
+
+// pause disables job through the API, failing t if it cannot.
+func (c *cluster) pause(t testing.TB, ctx context.Context, job int64) {
+	t.Helper()
+	if code, err := c.api(ctx, http.MethodPatch, fmt.Sprintf("/v1/jobs/%d", job), map[string]any{"enabled": false}, nil); err != nil || code != http.StatusOK {
+		t.Fatalf("pause job %d: HTTP %d, %v", job, code, err)
+	}
+}
+
+// trigger fires job through the API (5 s at most) and returns the run it
+// was given, when the request was sent, and the answer.
+func (c *cluster) trigger(ctx context.Context, job int64) (chronos.Run, time.Time, int, error) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	at := time.Now()
+	var r chronos.Run
+	code, err := c.api(rctx, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/trigger", job), nil, &r)
+	return r, at, code, err
 }
 
 // api sends a request to some live instance (trying the others when one

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // crashFailures reports TestCrash's violations, at most a few of each
@@ -151,18 +153,12 @@ func (r *crashRun) check(t *testing.T, m *monitor, windowEnd time.Time, strict b
 		if first := rs[0].ScheduledAt; first.After(j.created.Add(3 * time.Second)) {
 			f.add("cron occurrence lost", "job %s: first run at %s, created at %s", j.name, first.Format(time.TimeOnly), j.created.Format("15:04:05.000"))
 		}
-		for i, x := range rs {
+		catchUps += eachOccurrence(rs, func(i int, x *dbRun, gap time.Duration) {
 			if x.Trigger != "schedule" {
 				f.add("cron run not scheduled", "job %s: run %d is %s", j.name, x.ID, x.Trigger)
 			}
-			if x.CatchUp {
-				catchUps++
-			}
-			if i == 0 {
-				continue
-			}
-			gap := x.ScheduledAt.Sub(rs[i-1].ScheduledAt)
 			switch {
+			case i == 0:
 			case gap == time.Second:
 			case j.misfire == "all":
 				f.add("cron occurrence lost", "job %s (misfire all): no run between %s and %s", j.name,
@@ -172,7 +168,7 @@ func (r *crashRun) check(t *testing.T, m *monitor, windowEnd time.Time, strict b
 			default:
 				f.add("cron occurrence lost", "job %s: %s gap before run %d (%s) without a catch-up run", j.name, gap, x.ID, x.ScheduledAt.Format("15:04:05.000"))
 			}
-		}
+		})
 		if last := rs[len(rs)-1].ScheduledAt; last.Before(windowEnd.Add(-2 * time.Second)) {
 			f.add("cron occurrence lost", "job %s: last run at %s, but the schedule ran until %s", j.name, last.Format("15:04:05.000"), windowEnd.Format("15:04:05.000"))
 		}
@@ -368,21 +364,9 @@ func occurrenceRun(rs []*dbRun, at time.Time) *dbRun {
 
 func (r *crashRun) loadJobs(t *testing.T, ctx context.Context) []*crashJob {
 	t.Helper()
-	rows, err := r.c.db.Pool.Query(ctx, `SELECT id, name, cron_expr IS NOT NULL, misfire, created_at FROM jobs ORDER BY id`)
-	if err != nil {
-		t.Fatalf("load jobs: %v", err)
-	}
-	defer rows.Close()
-	var out []*crashJob
-	for rows.Next() {
-		j := &crashJob{}
-		if err := rows.Scan(&j.id, &j.name, &j.cron, &j.misfire, &j.created); err != nil {
-			t.Fatalf("load jobs: %v", err)
-		}
-		out = append(out, j)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("load jobs: %v", err)
-	}
-	return out
+	return queryAll(t, ctx, r.c, "load jobs", `SELECT id, name, cron_expr IS NOT NULL, misfire, created_at FROM jobs ORDER BY id`,
+		func(rows pgx.Rows) (*crashJob, error) {
+			j := &crashJob{}
+			return j, rows.Scan(&j.id, &j.name, &j.cron, &j.misfire, &j.created)
+		})
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/jackc/pgx/v5"
 )
 
 // The writes TestCrash makes besides creates and triggers, through the
@@ -280,19 +281,10 @@ func (r *crashRun) checkEdits(t *testing.T, ctx context.Context, f *crashFailure
 		run    *int64
 		desc   *string
 	}
-	rows, err := r.c.db.Pool.Query(ctx, `SELECT job_id, action, run_id, changes->'description'->>'after' FROM job_audit`)
-	if err != nil {
-		t.Fatalf("load audit: %v", err)
-	}
-	var audits []audit
-	for rows.Next() {
-		var a audit
-		if err := rows.Scan(&a.job, &a.action, &a.run, &a.desc); err != nil {
-			t.Fatalf("load audit: %v", err)
-		}
-		audits = append(audits, a)
-	}
-	rows.Close()
+	audits := queryAll(t, ctx, r.c, "load audit", `SELECT job_id, action, run_id, changes->'description'->>'after' FROM job_audit`,
+		func(rows pgx.Rows) (a audit, err error) {
+			return a, rows.Scan(&a.job, &a.action, &a.run, &a.desc)
+		})
 	has := func(job int64, action string, match func(audit) bool) int {
 		n := 0
 		for _, a := range audits {
@@ -307,38 +299,26 @@ func (r *crashRun) checkEdits(t *testing.T, ctx context.Context, f *crashFailure
 		enabled bool
 	}
 	state := map[int64]jobNow{}
-	rows, err = r.c.db.Pool.Query(ctx, `SELECT id, coalesce(description, ''), enabled FROM jobs`)
-	if err != nil {
-		t.Fatalf("load jobs: %v", err)
-	}
-	for rows.Next() {
+	eachRow(t, ctx, r.c, "load jobs", `SELECT id, coalesce(description, ''), enabled FROM jobs`, func(rows pgx.Rows) error {
 		var id int64
 		var s jobNow
-		if err := rows.Scan(&id, &s.desc, &s.enabled); err != nil {
-			t.Fatalf("load jobs: %v", err)
-		}
+		err := rows.Scan(&id, &s.desc, &s.enabled)
 		state[id] = s
-	}
-	rows.Close()
+		return err
+	})
 	type runNow struct {
 		job     int64
 		trigger string
 		of      *int64
 	}
 	runs := map[int64]runNow{}
-	rows, err = r.c.db.Pool.Query(ctx, `SELECT id, job_id, trigger, redrive_of FROM job_runs`)
-	if err != nil {
-		t.Fatalf("load runs: %v", err)
-	}
-	for rows.Next() {
+	eachRow(t, ctx, r.c, "load runs", `SELECT id, job_id, trigger, redrive_of FROM job_runs`, func(rows pgx.Rows) error {
 		var id int64
 		var x runNow
-		if err := rows.Scan(&id, &x.job, &x.trigger, &x.of); err != nil {
-			t.Fatalf("load runs: %v", err)
-		}
+		err := rows.Scan(&id, &x.job, &x.trigger, &x.of)
 		runs[id] = x
-	}
-	rows.Close()
+		return err
+	})
 
 	counts := map[string][2]int{} // kind -> acknowledged, not
 	// Each edited job: its final description and enabled are those of its

@@ -136,8 +136,8 @@ func TestCrash(t *testing.T) {
 
 	dctx, dcancel := context.WithCancel(context.Background())
 	var drivers sync.WaitGroup
-	drivers.Go(func() { r.every(dctx, cc.trigRate, r.triggerOne) })
-	drivers.Go(func() { r.every(dctx, cc.createRate, r.createOne) })
+	drivers.Go(func() { every(dctx, cc.trigRate, r.triggerOne) })
+	drivers.Go(func() { every(dctx, cc.createRate, r.createOne) })
 	drivers.Go(func() { r.editLoop(dctx) })
 	stopDrivers := func() { dcancel(); drivers.Wait() }
 	defer stopDrivers()

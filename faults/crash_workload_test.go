@@ -188,33 +188,5 @@ func (r *crashRun) send(ctx context.Context, method, path string, body, out any)
 	return r.c.apiOn(rctx, live[0], method, path, body, out)
 }
 
-func failReason(what string, code int, err error) string {
-	var se *serverError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Sprintf("%s: HTTP %d", what, se.code)
-	case err != nil:
-		return what + ": no answer"
-	}
-	return fmt.Sprintf("%s: HTTP %d", what, code)
-}
-
-// every calls f rate times a second, each call in its own goroutine,
-// until ctx ends, then waits for the calls in flight.
-func (r *crashRun) every(ctx context.Context, rate int, f func(context.Context)) {
-	if rate <= 0 {
-		return
-	}
-	tick := time.NewTicker(time.Second / time.Duration(rate))
-	defer tick.Stop()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		wg.Go(func() { f(ctx) })
-	}
-}
+// failReason is failure, named for what was asked.
+func failReason(what string, code int, err error) string { return what + ": " + failure(code, err) }

@@ -6,12 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,43 +15,6 @@ import (
 	"github.com/chronoshq/chronos/sql"
 )
 
-// longTestsVar turns on the fault tests that take over a minute or need
-// more than the shared test server (.ci/run sets it).
-const longTestsVar = "CHRONOS_LONG_TESTS"
-
-func longTests() bool { return os.Getenv(longTestsVar) != "" || *soak }
-
-// newStandby makes a streaming standby of primary with pg_basebackup -R
-// and starts it.
-func newStandby(t testing.TB, primary *pgServer) *pgServer {
-	t.Helper()
-	s := &pgServer{bin: primary.bin, cred: primary.cred}
-	var err error
-	if s.dir, err = os.MkdirTemp("", "chronos-standby-pg-"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.stop()
-		if !t.Failed() {
-			_ = os.RemoveAll(s.dir)
-		}
-	})
-	if s.cred != nil {
-		if err := os.Chown(s.dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command(filepath.Join(s.bin, "pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port),
-		"-U", "postgres", "-D", s.data(), "-R", "-X", "stream", "-c", "fast")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("pg_basebackup: %v\n%s", err, out)
-	}
-	s.port = freePort(t)
-	s.start(t)
-	return s
-}
-
 // TestPostgresFailover: two instances on a multi-host DATABASE_URL
 // (primary, then a streaming synchronous standby; target_session_attrs=
 // read-write) under load; the primary is killed (kill -9 of every
@@ -65,9 +22,7 @@ func newStandby(t testing.TB, primary *pgServer) *pgServer {
 // a leader and carry on; every trigger the API acknowledged is delivered.
 // Reports the time from the promotion to the first delivery.
 func TestPostgresFailover(t *testing.T) {
-	if !longTests() {
-		t.Skipf("a long fault test: set %s=1 (.ci/run does) or -soak", longTestsVar)
-	}
+	skipUnlessLong(t)
 	primary := newPGServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -115,16 +70,7 @@ func TestPostgresFailover(t *testing.T) {
 		manual = append(manual, j.ID)
 	}
 	tr := &triggers{c: c}
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	var load sync.WaitGroup
-	load.Add(1)
-	go func() {
-		defer load.Done()
-		for i := 0; loadCtx.Err() == nil; i++ {
-			tr.fire(loadCtx, manual[i%len(manual)])
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
+	stopLoad := tr.keepFiring(ctx, manual)
 	time.Sleep(3 * time.Second)
 
 	crashed := primary.crash(t)
@@ -157,10 +103,7 @@ func TestPostgresFailover(t *testing.T) {
 	firstAcked = tr.lastAt()
 	time.Sleep(5 * time.Second) // carry on under load
 	stopLoad()
-	load.Wait()
-	if code, err := c.api(ctx, http.MethodPatch, fmt.Sprintf("/v1/jobs/%d", cron.ID), map[string]any{"enabled": false}, nil); err != nil || code != http.StatusOK {
-		t.Fatalf("pause cron job: HTTP %d, %v", code, err)
-	}
+	c.pause(t, ctx, cron.ID)
 	drain(t, c, 90*time.Second)
 
 	runs := loadRuns(t, ctx, c)

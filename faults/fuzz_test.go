@@ -81,74 +81,81 @@ func FuzzListCursorsAndFilters(f *testing.F) {
 	jobCursor := cursorOf("/v1/jobs?limit=1")
 	runCursor := cursorOf(fmt.Sprintf("/v1/jobs/%d/runs?limit=1", jobID))
 
-	// path: 0 = /v1/jobs, 1 = that job's runs, 2 = runs of a fuzzed job id.
-	seeds := []struct {
-		path  uint8
-		id    string
-		query string
-	}{
-		{0, "", ""},
-		{0, "", "limit=1"},
-		{0, "", "limit=500"},
-		{0, "", "limit=501"},
-		{0, "", "limit=0"},
-		{0, "", "limit=-1"},
-		{0, "", "limit=1e3"},
-		{0, "", "limit=99999999999999999999999"},
-		{0, "", "limit=-99999999999999999999999"},
-		{0, "", "limit="},
-		{0, "", "limit=1&limit=2"},
-		{0, "", "enabled=true"},
-		{0, "", "enabled=false"},
-		{0, "", "enabled=TRUE"},
-		{0, "", "enabled=1"},
-		{0, "", "enabled="},
-		{0, "", "enabled=true&limit=2&cursor=" + jobCursor},
-		{0, "", "cursor=" + jobCursor},
-		{0, "", "cursor=" + jobCursor + "x"},
-		{0, "", "cursor=" + strings.ToUpper(jobCursor)},
-		{0, "", "cursor=" + jobCursor[:len(jobCursor)/2]},
-		{0, "", "cursor=" + runCursor},
-		{0, "", "cursor="},
-		{0, "", "cursor=%00"},
-		{0, "", "cursor=%ff%fe"},
-		{0, "", "cursor=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
-		{0, "", "cursor=eyJpZCI6LTF9"},                 // {"id":-1}
-		{0, "", "cursor=eyJpZCI6MWUzMDB9"},             // {"id":1e300}
-		{0, "", "cursor=bnVsbA"},                       // null
-		{0, "", "cursor=" + strings.Repeat("A", 5000)}, // long
-		{0, "", "status=dead"},
-		{0, "", "unknown=1"},
-		{0, "", "%zz"},
-		{0, "", "a;b"},
-		{0, "", "&&&"},
-		{0, "", "=x"},
-		{1, "", ""},
-		{1, "", "status=dead"},
-		{1, "", "status=pending&limit=1"},
-		{1, "", "status=succeeded&cursor=" + runCursor},
-		{1, "", "status=DEAD"},
-		{1, "", "status=bogus"},
-		{1, "", "status="},
-		{1, "", "status=pending&status=dead"},
-		{1, "", "cursor=" + runCursor},
-		{1, "", "cursor=" + jobCursor},
-		{1, "", "cursor=" + runCursor + "%3D%3D"},
-		{1, "", "enabled=true"},
-		{1, "", "limit=2&cursor=" + runCursor[1:]},
-		{2, "0", ""},
-		{2, "-1", ""},
-		{2, "999999", "status=dead"},
-		{2, "9223372036854775807", ""},
-		{2, "9223372036854775808", ""},
-		{2, "1e3", ""},
-		{2, "abc", "limit=1"},
-		{2, "%00", ""},
-		{2, "1%2F2", ""},
-		{2, "", ""},
+	// Seeds: queries of /v1/jobs (path 0) and of that job's runs (path
+	// 1), then ids (and queries) of the runs of a fuzzed job id (path 2).
+	jobQueries := []string{
+		"",
+		"limit=1",
+		"limit=500",
+		"limit=501",
+		"limit=0",
+		"limit=-1",
+		"limit=1e3",
+		"limit=99999999999999999999999",
+		"limit=-99999999999999999999999",
+		"limit=",
+		"limit=1&limit=2",
+		"enabled=true",
+		"enabled=false",
+		"enabled=TRUE",
+		"enabled=1",
+		"enabled=",
+		"enabled=true&limit=2&cursor=" + jobCursor,
+		"cursor=" + jobCursor,
+		"cursor=" + jobCursor + "x",
+		"cursor=" + strings.ToUpper(jobCursor),
+		"cursor=" + jobCursor[:len(jobCursor)/2],
+		"cursor=" + runCursor,
+		"cursor=",
+		"cursor=%00",
+		"cursor=%ff%fe",
+		"cursor=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+		"cursor=eyJpZCI6LTF9",                 // {"id":-1}
+		"cursor=eyJpZCI6MWUzMDB9",             // {"id":1e300}
+		"cursor=bnVsbA",                       // null
+		"cursor=" + strings.Repeat("A", 5000), // long
+		"status=dead",
+		"unknown=1",
+		"%zz",
+		"a;b",
+		"&&&",
+		"=x",
 	}
-	for _, s := range seeds {
-		f.Add(s.path, s.id, s.query)
+	runQueries := []string{
+		"",
+		"status=dead",
+		"status=pending&limit=1",
+		"status=succeeded&cursor=" + runCursor,
+		"status=DEAD",
+		"status=bogus",
+		"status=",
+		"status=pending&status=dead",
+		"cursor=" + runCursor,
+		"cursor=" + jobCursor,
+		"cursor=" + runCursor + "%3D%3D",
+		"enabled=true",
+		"limit=2&cursor=" + runCursor[1:],
+	}
+	idSeeds := []struct{ id, query string }{
+		{"0", ""},
+		{"-1", ""},
+		{"999999", "status=dead"},
+		{"9223372036854775807", ""},
+		{"9223372036854775808", ""},
+		{"1e3", ""},
+		{"abc", "limit=1"},
+		{"%00", ""},
+		{"1%2F2", ""},
+		{"", ""},
+	}
+	for _, q := range jobQueries {
+		f.Add(uint8(0), "", q)
+	}
+	for _, q := range runQueries {
+		f.Add(uint8(1), "", q)
+	}
+	for _, s := range idSeeds {
+		f.Add(uint8(2), s.id, s.query)
 	}
 	f.Fuzz(func(t *testing.T, path uint8, id, query string) {
 		var target string

@@ -28,3 +28,16 @@ func pick[T any](short, normal, long T) T {
 	}
 	return normal
 }
+
+// longTestsVar turns on the fault tests that take over a minute or need
+// more than the shared test server (.ci/run sets it).
+const longTestsVar = "CHRONOS_LONG_TESTS"
+
+// skipUnlessLong skips a long fault test unless longTestsVar is set or
+// the run is a -soak.
+func skipUnlessLong(t *testing.T) {
+	t.Helper()
+	if os.Getenv(longTestsVar) == "" && !*soak {
+		t.Skipf("a long fault test: set %s=1 (.ci/run does) or -soak", longTestsVar)
+	}
+}

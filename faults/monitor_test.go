@@ -90,16 +90,7 @@ func (m *monitor) stop() {
 
 func (m *monitor) loop(ctx context.Context, every time.Duration, f func(context.Context)) {
 	defer m.wg.Done()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			f(ctx)
-		}
-	}
+	tick(ctx, every, f)
 }
 
 func (m *monitor) sampleLeader(ctx context.Context) {

@@ -65,24 +65,7 @@ func newPGServer(t testing.TB) *pgServer {
 		gid, _ := strconv.Atoi(u.Gid)
 		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	// Not t.TempDir: its parent is private to this user, and the cluster
-	// may run as another.
-	if s.dir, err = os.MkdirTemp("", "chronos-crash-pg-"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.stop()
-		if !t.Failed() {
-			_ = os.RemoveAll(s.dir)
-		} else {
-			t.Logf("the crashed cluster is kept for inspection: %s (server.log)", s.dir)
-		}
-	})
-	if s.cred != nil {
-		if err := os.Chown(s.dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s.makeDir(t, "chronos-crash-pg-")
 	start := time.Now()
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", s.data(), "-U", "postgres", "-A", "trust",
 		"-E", "UTF8", "--locale=C")
@@ -94,6 +77,32 @@ func newPGServer(t testing.TB) *pgServer {
 	s.port = freePort(t)
 	s.start(t)
 	return s
+}
+
+// makeDir gives the cluster a directory of its own, named pattern (as
+// os.MkdirTemp), owned by the user it runs as; at cleanup the server is
+// stopped and the directory removed, or kept for inspection when the test
+// failed. Not t.TempDir: its parent is private to this user, and the
+// cluster may run as another.
+func (s *pgServer) makeDir(t testing.TB, pattern string) {
+	t.Helper()
+	var err error
+	if s.dir, err = os.MkdirTemp("", pattern); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.stop()
+		if !t.Failed() {
+			_ = os.RemoveAll(s.dir)
+		} else {
+			t.Logf("the cluster is kept for inspection: %s (server.log)", s.dir)
+		}
+	})
+	if s.cred != nil {
+		if err := os.Chown(s.dir, int(s.cred.Uid), int(s.cred.Gid)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func (s *pgServer) data() string { return filepath.Join(s.dir, "data") }
@@ -368,4 +377,21 @@ func procStat(pid int) (ppid int, state byte, ok bool) {
 	}
 	ppid, err = strconv.Atoi(f[1])
 	return ppid, f[0][0], err == nil
+}
+
+// newStandby makes a streaming standby of primary with pg_basebackup -R
+// and starts it.
+func newStandby(t testing.TB, primary *pgServer) *pgServer {
+	t.Helper()
+	s := &pgServer{bin: primary.bin, cred: primary.cred}
+	s.makeDir(t, "chronos-standby-pg-")
+	cmd := exec.Command(filepath.Join(s.bin, "pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port),
+		"-U", "postgres", "-D", s.data(), "-R", "-X", "stream", "-c", "fast")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pg_basebackup: %v\n%s", err, out)
+	}
+	s.port = freePort(t)
+	s.start(t)
+	return s
 }

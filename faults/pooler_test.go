@@ -105,16 +105,7 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 	pooledLatency := tr.measure(t, ctx, manual, 30)
 
 	// Triggers keep coming through the faults.
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	var loadDone sync.WaitGroup
-	loadDone.Add(1)
-	go func() {
-		defer loadDone.Done()
-		for i := 0; loadCtx.Err() == nil; i++ {
-			tr.fire(loadCtx, manual[i%len(manual)])
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
+	stopLoad := tr.keepFiring(ctx, manual)
 
 	for _, fault := range []string{"SIGTERM", "kill -9"} {
 		old := c.waitLeader(t, 10*time.Second)
@@ -137,11 +128,8 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 		time.Sleep(3 * time.Second) // load, and cron, with both up again
 	}
 	stopLoad()
-	loadDone.Wait()
 	cronStop := time.Now()
-	if code, err := c.api(ctx, http.MethodPatch, fmt.Sprintf("/v1/jobs/%d", cronJob), map[string]any{"enabled": false}, nil); err != nil || code != http.StatusOK {
-		t.Fatalf("pause cron job: HTTP %d, %v", code, err)
-	}
+	c.pause(t, ctx, cronJob)
 	drain(t, c, 30*time.Second)
 
 	// /readyz names both instances with their versions.
@@ -267,11 +255,7 @@ func (tr *triggers) lastAt() time.Time {
 
 // fire triggers job once; a 202 is an acknowledged run.
 func (tr *triggers) fire(ctx context.Context, job int64) (int64, time.Time, bool) {
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	at := time.Now()
-	var r chronos.Run
-	code, err := tr.c.api(rctx, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/trigger", job), nil, &r)
+	r, at, code, err := tr.c.trigger(ctx, job)
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	if err != nil || code != http.StatusAccepted {
@@ -293,6 +277,15 @@ func (tr *triggers) fire(ctx context.Context, job int64) (int64, time.Time, bool
 	tr.ids = append(tr.ids, r.ID)
 	tr.last = at
 	return r.ID, at, true
+}
+
+// keepFiring triggers jobs in turn, one every 50 ms, in the background
+// until the stop it returns is called.
+func (tr *triggers) keepFiring(ctx context.Context, jobs []int64) (stop func()) {
+	return background(ctx, func(ctx context.Context, i int) {
+		tr.fire(ctx, jobs[i%len(jobs)])
+		time.Sleep(50 * time.Millisecond)
+	})
 }
 
 func (tr *triggers) acked() []int64 {

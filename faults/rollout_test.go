@@ -17,6 +17,7 @@ import (
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
+	"github.com/jackc/pgx/v5"
 )
 
 // rolloutFrom is the previous release the rolling-upgrade test starts
@@ -105,9 +106,7 @@ func oldBinary(t testing.TB, commit string) string {
 // A long fault test (it builds the previous release once, then runs
 // about a minute): CHRONOS_LONG_TESTS=1, as .ci/run sets.
 func TestRollingUpgrade(t *testing.T) {
-	if !longTests() {
-		t.Skipf("a long fault test: set %s=1 (.ci/run does) or -soak", longTestsVar)
-	}
+	skipUnlessLong(t)
 	from := rolloutFrom
 	if v := os.Getenv("CHRONOS_ROLLOUT_FROM"); v != "" {
 		from = v
@@ -124,7 +123,7 @@ func TestRollingUpgrade(t *testing.T) {
 		t.Fatalf("old release's migrate: %v\n%s", err, out)
 	}
 	var oldLevel int
-	c := newBareCluster(t, defaultClusterConfig(), dsn)
+	c := emptyCluster(t, defaultClusterConfig(), dsn, newTarget()) // no proxy: addInstanceBin starts the instances
 	if err := c.db.Pool.QueryRow(ctx, "SELECT version FROM chronos_schema_version").Scan(&oldLevel); err != nil {
 		t.Fatal(err)
 	}
@@ -167,32 +166,26 @@ func TestRollingUpgrade(t *testing.T) {
 		oneShots []int64
 		shotFail int
 	)
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	var load sync.WaitGroup
-	load.Add(1)
-	go func() {
-		defer load.Done()
-		for i := 0; loadCtx.Err() == nil; i++ {
-			tr.fire(loadCtx, manual.ID)
-			b := jobBody(fmt.Sprintf("one-shot-%d", i), c.target.srv.URL)
-			b["run_at"] = time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
-			var j chronos.Job
-			rctx, rcancel := context.WithTimeout(loadCtx, 5*time.Second)
-			code, err := c.api(rctx, http.MethodPost, "/v1/jobs", b, &j)
-			rcancel()
-			mu.Lock()
-			if err == nil && code == http.StatusCreated {
-				oneShots = append(oneShots, j.ID)
-			} else {
-				shotFail++
-			}
-			mu.Unlock()
-			select {
-			case <-loadCtx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
+	stopLoad := background(ctx, func(loadCtx context.Context, i int) {
+		tr.fire(loadCtx, manual.ID)
+		b := jobBody(fmt.Sprintf("one-shot-%d", i), c.target.srv.URL)
+		b["run_at"] = time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+		var j chronos.Job
+		rctx, rcancel := context.WithTimeout(loadCtx, 5*time.Second)
+		code, err := c.api(rctx, http.MethodPost, "/v1/jobs", b, &j)
+		rcancel()
+		mu.Lock()
+		if err == nil && code == http.StatusCreated {
+			oneShots = append(oneShots, j.ID)
+		} else {
+			shotFail++
 		}
-	}()
+		mu.Unlock()
+		select {
+		case <-loadCtx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	})
 	waitFor(t, 30*time.Second, "the old release to deliver a cron run", func() bool {
 		return len(c.target.deliveries()) > 3
 	})
@@ -238,11 +231,8 @@ func TestRollingUpgrade(t *testing.T) {
 	oldStop := c.inst("old").term(t)
 	time.Sleep(6 * time.Second)
 	stopLoad()
-	load.Wait()
 	for _, j := range []chronos.Job{cronAll, cronEnds, cronJit} {
-		if code, err := c.api(ctx, http.MethodPatch, fmt.Sprintf("/v1/jobs/%d", j.ID), map[string]any{"enabled": false}, nil); err != nil || code != http.StatusOK {
-			t.Fatalf("pause %s: HTTP %d, %v", j.Name, code, err)
-		}
+		c.pause(t, ctx, j.ID)
 	}
 	drain(t, c, 90*time.Second)
 
@@ -266,24 +256,13 @@ func TestRollingUpgrade(t *testing.T) {
 		trigger       string
 		status, maker string
 	}
-	rows, err := c.db.Pool.Query(ctx, `
+	runs := queryAll(t, ctx, c, "load runs", `
 		SELECT r.id, r.job_id, r.scheduled_at, r.fire_at, r.trigger, r.status,
 		       coalesce((SELECT a.worker_id FROM run_attempts_all a WHERE a.run_id = r.id ORDER BY a.attempt DESC LIMIT 1), '')
-		  FROM job_runs r ORDER BY r.id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs []run
-	for rows.Next() {
-		var r run
-		if err := rows.Scan(&r.id, &r.job, &r.scheduled, &r.fire, &r.trigger, &r.status, &r.maker); err != nil {
-			t.Fatal(err)
-		}
-		runs = append(runs, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+		  FROM job_runs r ORDER BY r.id`,
+		func(rows pgx.Rows) (r run, err error) {
+			return r, rows.Scan(&r.id, &r.job, &r.scheduled, &r.fire, &r.trigger, &r.status, &r.maker)
+		})
 	delivered := map[int64]time.Time{} // run -> first delivery
 	for _, d := range c.target.deliveries() {
 		if d.Aborted {
@@ -396,33 +375,6 @@ func TestRollingUpgrade(t *testing.T) {
 		from[:12], oldLevel, sql.SchemaLevel(), newLedAt.Sub(landed).Round(time.Millisecond), oldStop.Sub(landed).Round(time.Millisecond),
 		len(runs), notSucceeded, len(shots), shotFail, len(tr.acked()), tr.failed(), oldDelivered, missing, last-first+1,
 		jittered, len(byJob[cronJit.ID]))
-}
-
-// newBareCluster is a cluster on dsn with no instance yet (addInstanceBin
-// starts them), no proxy between them and the database.
-func newBareCluster(t testing.TB, cfg clusterConfig, dsn string) *cluster {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	db, err := sql.Open(ctx, sqltest.WithParam(dsn, "pool_max_conns", "4"), "faults-checker")
-	if err != nil {
-		t.Fatalf("open checker pool: %v", err)
-	}
-	c := &cluster{
-		t: t, cfg: cfg, dsn: dsn, db: db, target: newTarget(),
-		client:  &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxConnsPerHost: 256}},
-		leaders: &leaderLog{open: map[string]time.Time{}},
-		faults:  &faultLog{},
-	}
-	t.Cleanup(func() {
-		for _, in := range c.insts {
-			in.stopQuietly()
-		}
-		c.target.close()
-		c.client.CloseIdleConnections()
-		db.Close()
-	})
-	return c
 }
 
 // addInstanceBin starts one more instance running bin ("": this tree's

@@ -147,44 +147,32 @@ func (w *workload) drive(ctx context.Context) {
 		<-ctx.Done()
 		return
 	}
-	tick := time.NewTicker(time.Second / time.Duration(w.cfg.rate))
-	defer tick.Stop()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.trigger(ctx, w.trigJobs[rand.IntN(len(w.trigJobs))])
-		}()
-	}
+	every(ctx, w.cfg.rate, func(ctx context.Context) { w.trigger(ctx, w.trigJobs[rand.IntN(len(w.trigJobs))]) })
 }
 
 // trigger fires one job and records the run it was given.
 func (w *workload) trigger(ctx context.Context, job int64) {
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	at := time.Now()
-	var r chronos.Run
-	code, err := w.c.api(rctx, http.MethodPost, fmt.Sprintf("/v1/jobs/%d/trigger", job), nil, &r)
+	r, at, code, err := w.c.trigger(ctx, job)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err != nil || code != http.StatusAccepted {
+		w.trigFail[failure(code, err)]++
+		return
+	}
+	w.triggered = append(w.triggered, triggerRec{Job: job, Run: r.ID, At: at})
+}
+
+// failure says why an API request did not get the answer it wanted: the
+// HTTP status of an error answer, or "no answer".
+func failure(code int, err error) string {
 	var se *serverError
 	switch {
 	case errors.As(err, &se):
-		w.trigFail[fmt.Sprintf("HTTP %d", se.code)]++
+		return fmt.Sprintf("HTTP %d", se.code)
 	case err != nil:
-		w.trigFail["no answer"]++
-	case code != http.StatusAccepted:
-		w.trigFail[fmt.Sprintf("HTTP %d", code)]++
-	default:
-		w.triggered = append(w.triggered, triggerRec{Job: job, Run: r.ID, At: at})
+		return "no answer"
 	}
+	return fmt.Sprintf("HTTP %d", code)
 }
 
 // burst fires n triggers at once, spread over the live instances, with

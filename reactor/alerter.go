@@ -159,8 +159,7 @@ func (a *alerter) run(ctx context.Context) {
 	defer wake.Close()
 	poll := time.NewTicker(a.cfg.PollInterval)
 	defer poll.Stop()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	timer := disarmedTimer()
 	defer timer.Stop()
 	var (
 		armed      time.Time // when timer fires; zero when disarmed

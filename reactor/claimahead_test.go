@@ -66,11 +66,7 @@ func TestShutdownReleasesRunsWaitingForTheirInstant(t *testing.T) {
 		ShutdownTimeout: 100 * time.Millisecond})
 	runAt := time.Now().Add(5 * time.Second).UTC()
 	j := reactortest.CreateJob(t, in.db, &chronos.Job{Name: "waits", RunAt: &runAt, TargetURL: tg.URL, Enabled: true})
-	var runID int64
-	reactortest.Eventually(t, 10*time.Second, "the run claimed ahead", func() bool {
-		return in.db.Pool.QueryRow(t.Context(), "SELECT id FROM job_runs WHERE job_id = $1 AND status = 'leased'",
-			j.ID).Scan(&runID) == nil
-	})
+	runID := waitLeased(t, in, j.ID)
 	if err := in.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -79,5 +75,80 @@ func TestShutdownReleasesRunsWaitingForTheirInstant(t *testing.T) {
 	}
 	if r := reactortest.RunOf(t, in.db, runID); r.Status != chronos.StatusPending || r.AttemptCount != 0 || r.LeasedBy != nil {
 		t.Fatalf("unsent run after shutdown: %+v, want pending with no attempt counted", r)
+	}
+}
+
+// waitLeased waits until job's one run is leased (claimed ahead, here)
+// and returns its id.
+func waitLeased(t *testing.T, in *instance, jobID int64) int64 {
+	t.Helper()
+	var id int64
+	reactortest.Eventually(t, 30*time.Second, "the run claimed ahead", func() bool {
+		err := in.db.Pool.QueryRow(t.Context(),
+			"SELECT id FROM job_runs WHERE job_id = $1 AND status = 'leased'", jobID).Scan(&id)
+		return err == nil
+	})
+	return id
+}
+
+// A pause answered while a run is claimed ahead of its instant (leased,
+// its worker waiting for the instant) stops that run: it is never sent,
+// and nothing of it is left leased. ClaimAhead is far wider than the
+// default here, and the lookahead longer than the wait for the instant,
+// so the pause lands inside the window for sure (the run is due 6 s after
+// its creation, materialized and claimed at once: a loaded machine may
+// take seconds to do that).
+func TestPauseStopsARunClaimedAhead(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	in := startReactor(t, dsn, Config{ClaimAhead: 8 * time.Second, Lookahead: 10 * time.Second})
+	runAt := time.Now().Add(6 * time.Second).UTC()
+	j := reactortest.CreateJob(t, in.db, &chronos.Job{Name: "paused-ahead", RunAt: &runAt, TargetURL: tg.URL, Enabled: true})
+	waitLeased(t, in, j.ID)
+	if _, err := in.db.UpdateJob(t.Context(), j.ID, &chronos.JobUpdate{Enabled: chronos.Some(false)}); err != nil {
+		t.Fatal(err)
+	}
+	// Well past the instant: the worker would have sent it by now.
+	time.Sleep(time.Until(runAt) + 500*time.Millisecond) // the instant must pass: nothing else says "not sent"
+	if n := tg.hits.Load(); n != 0 {
+		t.Fatalf("the target received %d requests after the pause was answered", n)
+	}
+	in.noneLeased(t, "after the pause (the paused job's is the only run)")
+}
+
+// A one-shot whose run_at moved while its run was claimed ahead fires
+// once, at the new time, never at both.
+func TestMovedOneShotClaimedAheadFiresOnce(t *testing.T) {
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
+	var (
+		mu   sync.Mutex
+		hits []time.Time
+	)
+	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		hits = append(hits, time.Now())
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	in := startReactor(t, dsn, Config{ClaimAhead: 8 * time.Second, Lookahead: 10 * time.Second})
+	first := time.Now().Add(6 * time.Second).UTC()
+	j := reactortest.CreateJob(t, in.db, &chronos.Job{Name: "moved-ahead", RunAt: &first, TargetURL: tg.URL, Enabled: true})
+	waitLeased(t, in, j.ID)
+	second := first.Add(time.Second)
+	if _, err := in.db.UpdateJob(t.Context(), j.ID, &chronos.JobUpdate{RunAt: chronos.Some(second)}); err != nil {
+		t.Fatal(err)
+	}
+	reactortest.Eventually(t, 30*time.Second, "the moved one-shot delivered", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(hits) > 0
+	})
+	time.Sleep(500 * time.Millisecond) // a second delivery would come at once
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hits) != 1 || hits[0].Before(second) {
+		t.Fatalf("deliveries at %v, want one at or after %v", hits, second)
 	}
 }

@@ -1,7 +1,6 @@
 package reactor
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sort"
@@ -119,14 +118,7 @@ func TestTwoReactorsEveryOccurrenceOnce(t *testing.T) {
 		sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 		t.Logf("scheduled instant -> target: p50 %s p99 %s max %s", lags[len(lags)/2], lags[len(lags)*99/100], lags[len(lags)-1])
 	}
-	var leased int
-	if err := a.db.Pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM job_runs WHERE status IN ('leased','running')").Scan(&leased); err != nil {
-		t.Fatal(err)
-	}
-	if leased != 0 {
-		t.Errorf("%d runs left leased after both stopped", leased)
-	}
+	a.noneLeased(t, "after both stopped")
 }
 
 func withInstance(c Config, name string) Config {

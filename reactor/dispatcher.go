@@ -81,11 +81,9 @@ func (d *dispatcher) run(ctx context.Context) {
 
 	idle := time.NewTimer(r.cfg.IdlePollInterval)
 	defer idle.Stop()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	timer := disarmedTimer()
 	defer timer.Stop()
-	batchTimer := time.NewTimer(time.Hour)
-	batchTimer.Stop()
+	batchTimer := disarmedTimer()
 	defer batchTimer.Stop()
 	batchArmed := false
 
@@ -260,3 +258,11 @@ func (d *dispatcher) nextAvailable(ctx context.Context) (*time.Time, error) {
 
 // wait waits for every delivery handed to the pool.
 func (d *dispatcher) wait() { d.pool.Wait() }
+
+// disarmedTimer is a timer that is not running: a loop arms it with Reset
+// once it knows when to wake, and selects on its channel meanwhile.
+func disarmedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}

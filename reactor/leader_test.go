@@ -373,3 +373,12 @@ func TestLeaderUnreachableStopsOnCancel(t *testing.T) {
 		t.Fatalf("leads without a database")
 	}
 }
+
+// startLeader is startReactor, once the reactor leads (the only one on
+// dsn, it soon does).
+func startLeader(t *testing.T, dsn string, cfg Config) *instance {
+	t.Helper()
+	in := startReactor(t, dsn, cfg)
+	eventually(t, 20*time.Second, "leadership", in.r.IsLeader)
+	return in
+}

@@ -1,7 +1,6 @@
 package reactor
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -36,7 +35,7 @@ func TestLeaseLostCancelsCall(t *testing.T) {
 	})
 
 	// Another worker takes the run over, as after a reclaim and a new claim.
-	if _, err := in.db.Pool.Exec(context.Background(),
+	if _, err := in.db.Pool.Exec(t.Context(),
 		`UPDATE job_runs SET leased_by = 'thief', attempt_count = attempt_count + 1,
 		        leased_until = now() + interval '1 hour' WHERE id = $1`, run.ID); err != nil {
 		t.Fatal(err)

@@ -19,8 +19,7 @@ func TestMisfireAllInOrderAtTheTarget(t *testing.T) {
 	dsn := sqltest.NewURL(t)
 	const hold = 150 * time.Millisecond
 	rec := newRecorder(t, hold)
-	first := startReactor(t, dsn, Config{})
-	eventually(t, 10*time.Second, "leadership", first.r.IsLeader)
+	first := startLeader(t, dsn, Config{})
 	expr := "* * * * * *"
 	j := createJob(t, first.db, &chronos.Job{CronExpr: &expr, TargetURL: rec.URL, Misfire: chronos.MisfireAll})
 	eventually(t, 10*time.Second, "two deliveries", func() bool { return len(rec.deliveries()) >= 2 })

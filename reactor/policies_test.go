@@ -17,8 +17,7 @@ func TestJitterAtTheTarget(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
 	rec := newRecorder(t, 0)
-	in := startReactor(t, dsn, Config{})
-	eventually(t, 10*time.Second, "leadership", in.r.IsLeader)
+	in := startLeader(t, dsn, Config{})
 	expr := "*/5 * * * * *"
 	job := createJob(t, in.db, &chronos.Job{CronExpr: &expr, TargetURL: rec.URL, JitterSeconds: 4})
 	eventually(t, 30*time.Second, "two deliveries", func() bool { return len(rec.deliveries()) >= 2 })

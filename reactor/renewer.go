@@ -71,10 +71,7 @@ func (r *renewer) renew() {
 
 // stop ends the renewals and waits for one in progress.
 func (r *renewer) stop() {
-	r.mu.Lock()
-	r.stopped = true
-	r.timer.Stop()
-	r.mu.Unlock()
+	r.release()
 	r.wg.Wait()
 }
 

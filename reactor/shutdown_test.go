@@ -78,14 +78,7 @@ func TestShutdownCountsSentRequests(t *testing.T) {
 	}
 	check(lastRun, chronos.StatusDead) // max_retries 0: that was its one attempt
 
-	var leased int
-	if err := in.db.Pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM job_runs WHERE status IN ('leased','running')").Scan(&leased); err != nil {
-		t.Fatal(err)
-	}
-	if leased != 0 {
-		t.Errorf("%d runs left leased after a graceful stop", leased)
-	}
+	in.noneLeased(t, "after a graceful stop")
 }
 
 // unsentTransport never writes a request: it waits until the call is
@@ -127,8 +120,7 @@ func TestShutdownReleasesUnsentRequests(t *testing.T) {
 func TestShutdownIdle(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
-	in := startReactor(t, dsn, Config{})
-	eventually(t, 20*time.Second, "leadership", in.r.IsLeader)
+	in := startLeader(t, dsn, Config{})
 	start := time.Now()
 	if err := in.stop(); err != nil {
 		t.Fatalf("Run: %v", err)
@@ -138,5 +130,19 @@ func TestShutdownIdle(t *testing.T) {
 	}
 	if in.r.IsLeader() {
 		t.Error("still leader after Run returned")
+	}
+}
+
+// noneLeased fails t (naming when: "after ...") if any run is still
+// leased or running.
+func (in *instance) noneLeased(t *testing.T, when string) {
+	t.Helper()
+	var leased int
+	if err := in.db.Pool.QueryRow(t.Context(),
+		"SELECT count(*) FROM job_runs WHERE status IN ('leased','running')").Scan(&leased); err != nil {
+		t.Fatal(err)
+	}
+	if leased != 0 {
+		t.Errorf("%d runs left leased %s", leased, when)
 	}
 }

@@ -80,8 +80,7 @@ func TestSkewedLeaderKeepsEveryOccurrence(t *testing.T) {
 			t.Parallel()
 			dsn := sqltest.NewURL(t)
 			rec := newRecorder(t, 0)
-			in := startReactor(t, dsn, Config{ClockSkew: skew})
-			eventually(t, 10*time.Second, "leadership", in.r.IsLeader)
+			in := startLeader(t, dsn, Config{ClockSkew: skew})
 			expr := "* * * * * *"
 			createJob(t, in.db, &chronos.Job{CronExpr: &expr, TargetURL: rec.URL})
 			from := dbNow(t, in.db).Truncate(time.Second).Add(2 * time.Second)
@@ -184,8 +183,7 @@ func TestCatchUpAfterClusterStop(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
 	rec := newRecorder(t, 0)
-	first := startReactor(t, dsn, Config{})
-	eventually(t, 10*time.Second, "leadership", first.r.IsLeader)
+	first := startLeader(t, dsn, Config{})
 	expr := "* * * * * *"
 	createJob(t, first.db, &chronos.Job{CronExpr: &expr, TargetURL: rec.URL})
 	eventually(t, 10*time.Second, "two deliveries", func() bool { return len(rec.deliveries()) >= 2 })

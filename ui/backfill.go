@@ -41,20 +41,11 @@ type backfillRow struct {
 
 // backfillPage is GET /ui/jobs/{id}/backfill.
 func (c *Console) backfillPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	id, ok := c.pathID(w, r, s)
+	j, ok := c.jobToChange(w, r, s)
 	if !ok {
 		return
 	}
-	if !s.CanWrite() {
-		c.fail(w, r, s, nethttp.StatusForbidden, "Your API key ("+s.Name+") has the read role: it may look, not change.")
-		return
-	}
 	ctx := r.Context()
-	j, err := c.db.Job(ctx, id)
-	if err != nil {
-		c.failErr(w, r, s, err)
-		return
-	}
 	q := r.URL.Query()
 	v := &backfillView{Job: j.Redacted(), From: q.Get("from"), To: q.Get("to"), MaxBackfill: chronos.MaxBackfill, HasSchedule: j.CronExpr != nil}
 	status := nethttp.StatusOK

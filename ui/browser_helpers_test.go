@@ -187,6 +187,33 @@ func until(expr string, d time.Duration) chromedp.Action[chromedp.Void] {
 	}
 }
 
+// browserSignIn signs the browser in with the writer's key through the sign-in
+// form at base+"/ui/login" and waits for the overview.
+func browserSignIn(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	run(t, ctx, "sign in",
+		chromedp.Navigate(base+"/ui/login"),
+		chromedp.WaitVisible(css("#key")),
+		chromedp.SendKeys(css("#key"), writeKey),
+		chromedp.Click(css("main form button[type=submit]")),
+		until(`location.pathname === "/ui/"`, 10*time.Second))
+}
+
+// tabTo presses Tab until the element sel matches has the focus, failing
+// the test (naming what) after 60 presses.
+func tabTo(t *testing.T, ctx context.Context, sel, what string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		if value(t, ctx, "focus", js[bool](`document.activeElement === document.querySelector('`+sel+`')`)) {
+			return
+		}
+		if i == 60 {
+			t.Fatalf("60 presses of Tab never reached %s", what)
+		}
+		run(t, ctx, "Tab", chromedp.KeyEvent("\t"))
+	}
+}
+
 // js evaluates a JavaScript expression into a value of type T.
 func js[T any](expr string) chromedp.Action[T] { return chromedp.Evaluate[T](expr) }
 

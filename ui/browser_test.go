@@ -130,15 +130,7 @@ func TestBrowser(t *testing.T) {
 	run(t, ctx, "open the job list",
 		chromedp.Navigate(base+"/ui/jobs"),
 		chromedp.WaitVisible(css(pause)))
-	for i := 0; ; i++ {
-		if value(t, ctx, "focus", js[bool](`document.activeElement === document.querySelector('`+pause+`')`)) {
-			break
-		}
-		if i == 60 {
-			t.Fatal("60 presses of Tab never reached the Pause button")
-		}
-		run(t, ctx, "Tab", chromedp.KeyEvent("\t"))
-	}
+	tabTo(t, ctx, pause, "the Pause button")
 	run(t, ctx, "pause it",
 		chromedp.KeyEvent("\r"),
 		until(`document.querySelector('`+row+` button[formaction$="/resume"]') !== null && document.getElementById("notice").textContent === "Paused."`, 10*time.Second))
@@ -196,15 +188,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/ui/"),
 		chromedp.Click(css(`header nav a[href="/ui/runs"]`)),
 		until(`document.querySelector("h1").textContent === "Dead letters" && document.querySelector('`+box+`') !== null`, 10*time.Second))
-	for i := 0; ; i++ {
-		if value(t, ctx, "focus", js[bool](`document.activeElement === document.querySelector('`+box+`')`)) {
-			break
-		}
-		if i == 60 {
-			t.Fatal("60 presses of Tab never reached the run's checkbox")
-		}
-		run(t, ctx, "Tab", chromedp.KeyEvent("\t"))
-	}
+	tabTo(t, ctx, box, "the run's checkbox")
 	run(t, ctx, "select and redrive",
 		chromedp.KeyEvent(" "),
 		until(`document.querySelector('`+box+`').checked`, 5*time.Second),

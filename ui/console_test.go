@@ -3,14 +3,17 @@ package ui_test
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
+	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/ui"
 )
 
@@ -57,9 +60,7 @@ func TestSignInIsRequiredAndSetsAStrictHttpOnlyCookie(t *testing.T) {
 }
 
 func TestForgedOrStaleSessionsAreRefused(t *testing.T) {
-	e := newEnv(t, false)
-	c := e.client(t)
-	c.signIn(writeKey)
+	e, c := signedIn(t, writeKey)
 	u, _ := url.Parse(e.srv.URL + "/ui/")
 	ck := c.hc.Jar.Cookies(u)[0]
 	payload, mac, _ := strings.Cut(ck.Value, ".")
@@ -79,10 +80,8 @@ func TestForgedOrStaleSessionsAreRefused(t *testing.T) {
 }
 
 func TestEveryFormNeedsTheCSRFTokenAndTheSameOrigin(t *testing.T) {
-	e := newEnv(t, false)
+	e, c := signedIn(t, writeKey)
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "j", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
-	c := e.client(t)
-	c.signIn(writeKey)
 	path := "/ui/jobs/" + strconv.FormatInt(j.ID, 10) + "/pause"
 	if code, _, _ := c.do("POST", path, url.Values{}, nil); code != http.StatusForbidden {
 		t.Errorf("POST without a CSRF token: %d, want 403", code)
@@ -109,11 +108,9 @@ func TestEveryFormNeedsTheCSRFTokenAndTheSameOrigin(t *testing.T) {
 }
 
 func TestReadKeySeesEverythingAndChangesNothing(t *testing.T) {
-	e := newEnv(t, false)
+	e, c := signedIn(t, readKey)
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "nightly", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
 	id := strconv.FormatInt(j.ID, 10)
-	c := e.client(t)
-	c.signIn(readKey)
 	for _, p := range []string{"/ui/", "/ui/jobs", "/ui/jobs/" + id, "/ui/live", "/ui/runs"} {
 		code, body := c.get(p)
 		if code != http.StatusOK {
@@ -141,9 +138,7 @@ func TestReadKeySeesEverythingAndChangesNothing(t *testing.T) {
 }
 
 func TestCreateEditDeleteThroughTheForms(t *testing.T) {
-	e := newEnv(t, false)
-	c := e.client(t)
-	c.signIn(writeKey)
+	e, c := signedIn(t, writeKey)
 	form := url.Values{"name": {"report"}, "kind": {"cron"}, "cron_expr": {"0 3 * * *"}, "timezone": {"Europe/Berlin"},
 		"method": {"POST"}, "target_url": {"http://127.0.0.1:9/hook"}, "headers": {"Authorization: Bearer s3cret\nX-Env: prod"},
 		"payload": {`{"a":1}`}, "timeout_seconds": {"30"}, "max_retries": {"2"}, "backoff": {"linear"},
@@ -192,14 +187,12 @@ func TestCreateEditDeleteThroughTheForms(t *testing.T) {
 }
 
 func TestBulkPauseAndResume(t *testing.T) {
-	e := newEnv(t, false)
+	e, c := signedIn(t, writeKey)
 	var ids []string
 	for i := range 3 {
 		j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "b" + strconv.Itoa(i), CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
 		ids = append(ids, strconv.FormatInt(j.ID, 10))
 	}
-	c := e.client(t)
-	c.signIn(writeKey)
 	if code, _, _ := c.post("/ui/jobs/bulk", url.Values{"action": {"pause"}, "id": ids[:2]}); code != http.StatusSeeOther {
 		t.Fatalf("bulk pause: %d", code)
 	}
@@ -293,9 +286,7 @@ func TestPagesEscapeWhatUsersAndTargetsSuppliedAndStaySmall(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestEventStreamsPerKeyAreCapped(t *testing.T) {
-	e := newEnv(t, false)
-	c := e.client(t)
-	c.signIn(readKey)
+	e, c := signedIn(t, readKey)
 	u, _ := url.Parse(e.srv.URL + "/ui/")
 	ck := c.hc.Jar.Cookies(u)[0]
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -325,5 +316,29 @@ func TestEventStreamsPerKeyAreCapped(t *testing.T) {
 	extra.Body.Close()
 	if extra.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("stream %d of one key: %d, want 429", ui.MaxStreamsPerKey+1, extra.StatusCode)
+	}
+}
+
+// TestCreateWithItsOwnSigningSecret: the new-job form can give the job
+// its own signing secret, shown once on the page that answers the create,
+// and stored as the job's current secret.
+func TestCreateWithItsOwnSigningSecret(t *testing.T) {
+	e, c := signedIn(t, writeKey)
+	code, _, body := c.post("/ui/jobs", url.Values{"name": {"signed"}, "kind": {"cron"}, "cron_expr": {"0 3 * * *"}, "timezone": {"UTC"},
+		"method": {"POST"}, "target_url": {"http://127.0.0.1:9/x"}, "timeout_seconds": {"30"}, "max_retries": {"3"}, "backoff": {"exponential"},
+		"backoff_base_seconds": {"2"}, "backoff_max_seconds": {"600"}, "overlap": {"allow"}, "misfire": {"one"}, "jitter_seconds": {"0"},
+		"enabled": {"true"}, "generate_signing_secret": {"true"}})
+	m := regexp.MustCompile(`<pre class="body secret" id="new-secret">(whsec_[^<]+)</pre>`).FindStringSubmatch(body)
+	if code != http.StatusOK || m == nil {
+		t.Fatalf("create with its own signing secret: %d\n%s", code, body)
+	}
+	shown := html.UnescapeString(m[1]) // html/template writes + as &#43;
+	jobs, _, err := e.in.DB.Jobs(t.Context(), sql.JobFilter{})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("jobs %v, %v", jobs, err)
+	}
+	j, _ := e.in.DB.Job(t.Context(), jobs[0].ID)
+	if len(j.SigningSecrets) != 1 || j.SigningSecrets[0].Secret != shown || j.SigningSecrets[0].ExpiresAt != nil {
+		t.Errorf("the job's signing secrets %+v, want the one shown (%s), current", j.SigningSecrets, shown)
 	}
 }

@@ -50,16 +50,13 @@ var runLinkRE = regexp.MustCompile(`<tr id="run-(\d+)">`)
 func listedRuns(body string) []int64 { return listedIDs(runLinkRE, body) }
 
 func TestDeadLettersListAndFilters(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, false)
+	e, c := signedIn(t, writeKey)
 	a := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "billing-sync", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
 	b := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "report", CronExpr: ptr("0 4 * * *"), TargetURL: "http://127.0.0.1:9/x"})
 	oldA := addDeadRuns(t, e.in.DB, a.ID, 3, chronos.TriggerSchedule, "3 days")
 	newA := addDeadRuns(t, e.in.DB, a.ID, 40, chronos.TriggerSchedule, "1 hour")
 	manB := addDeadRuns(t, e.in.DB, b.ID, 20, chronos.TriggerManual, "2 hours")
 	live := e.in.TriggerSilently(t, b.ID) // pending: not a dead letter
-	c := e.client(t)
-	c.signIn(writeKey)
 
 	// The default is the dead letters of every job, newest first, 50 a
 	// page; the second page has the rest.
@@ -111,13 +108,10 @@ func TestDeadLettersListAndFilters(t *testing.T) {
 }
 
 func TestRedriveFromTheDeadLetters(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, false)
+	e, c := signedIn(t, writeKey)
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "flaky", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
 	dead := addDeadRuns(t, e.in.DB, j.ID, 1003, chronos.TriggerSchedule, "1 day")
 	ctx := context.Background()
-	c := e.client(t)
-	c.signIn(writeKey)
 	redrives := func() map[int64]int {
 		rows, err := e.in.DB.Pool.Query(ctx, `SELECT redrive_of, count(*) FROM job_runs WHERE redrive_of IS NOT NULL GROUP BY 1`)
 		if err != nil {
@@ -192,12 +186,9 @@ func TestRedriveFromTheDeadLetters(t *testing.T) {
 }
 
 func TestReaderSeesDeadLettersAndCannotRedrive(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, false)
+	e, c := signedIn(t, readKey)
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "flaky", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
 	dead := addDeadRuns(t, e.in.DB, j.ID, 2, chronos.TriggerSchedule, "1 hour")
-	c := e.client(t)
-	c.signIn(readKey)
 	code, body := c.get("/ui/runs")
 	if code != http.StatusOK || len(listedRuns(body)) != 2 {
 		t.Fatalf("GET /ui/runs as a reader: %d, %d runs", code, len(listedRuns(body)))

@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -60,6 +61,18 @@ func newEnvAs(t *testing.T, live bool, name string) *env {
 		in.Go(r.Run)
 	}
 	return &env{in: in, console: c, srv: srv}
+}
+
+// signedIn runs t in parallel with the other tests of the package, on a
+// console of its own over a fresh database (no reactor), with a client
+// signed in with key.
+func signedIn(t *testing.T, key string) (*env, *client) {
+	t.Helper()
+	t.Parallel()
+	e := newEnv(t, false)
+	c := e.client(t)
+	c.signIn(key)
+	return e, c
 }
 
 // client is a browser without a browser: a cookie jar, no redirects
@@ -138,4 +151,23 @@ func (c *client) post(path string, form url.Values) (int, string, string) {
 	}
 	form.Set("csrf", c.csrf())
 	return c.do("POST", path, form, nil)
+}
+
+// countRuns is how many runs the job has.
+func countRuns(t *testing.T, e *env, jobID int64) int {
+	t.Helper()
+	var n int
+	if err := e.in.DB.Pool.QueryRow(context.Background(), "SELECT count(*) FROM job_runs WHERE job_id = $1", jobID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// regexpFind returns the first group of pattern's first match in s.
+func regexpFind(s, pattern string) string {
+	m := regexp.MustCompile(pattern).FindStringSubmatch(s)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
 }

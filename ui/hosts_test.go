@@ -11,10 +11,7 @@ import (
 // The Hosts page lists the hosts in trouble with their breaker state, for
 // a read key too, and is in the navigation.
 func TestHostsPage(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, false)
-	c := e.client(t)
-	c.signIn(readKey)
+	e, c := signedIn(t, readKey)
 	code, body := c.get("/ui/hosts")
 	if code != 200 || !strings.Contains(body, "No host has deferred runs or failed.") || !strings.Contains(body, `href="/ui/hosts" aria-current="page"`) {
 		t.Fatalf("empty hosts page: %d\n%s", code, body)

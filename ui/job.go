@@ -76,16 +76,11 @@ func (c *Console) runsOf(ctx context.Context, j *chronos.Job, q url.Values) (*jo
 // newest first (?status=, ?cursor=) and the audit history newest first (as
 // GET /v1/jobs/{id}/history, ?hcursor=).
 func (c *Console) jobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	id, ok := c.pathID(w, r, s)
+	id, j, ok := byPathID(c, w, r, s, c.db.Job)
 	if !ok {
 		return
 	}
 	ctx := r.Context()
-	j, err := c.db.Job(ctx, id)
-	if err != nil {
-		c.failErr(w, r, s, err)
-		return
-	}
 	q := r.URL.Query()
 	red := j.Redacted()
 	runs, err := c.runsOf(ctx, red, q)
@@ -164,8 +159,7 @@ func formData(id int64, f jobForm, err error) map[string]any {
 
 // newJobPage is GET /ui/jobs/new.
 func (c *Console) newJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	if !s.CanWrite() {
-		c.fail(w, r, s, nethttp.StatusForbidden, "Your API key ("+s.Name+") has the read role: it may look, not change.")
+	if c.readOnly(w, r, s) {
 		return
 	}
 	c.render(w, r, s, nethttp.StatusOK, "jobform", "New job", c.withCalendars(r.Context(), formData(0, defaultForm(), nil)))
@@ -173,20 +167,11 @@ func (c *Console) newJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *se
 
 // editJobPage is GET /ui/jobs/{id}/edit.
 func (c *Console) editJobPage(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	id, ok := c.pathID(w, r, s)
+	j, ok := c.jobToChange(w, r, s)
 	if !ok {
 		return
 	}
-	if !s.CanWrite() {
-		c.fail(w, r, s, nethttp.StatusForbidden, "Your API key ("+s.Name+") has the read role: it may look, not change.")
-		return
-	}
-	j, err := c.db.Job(r.Context(), id)
-	if err != nil {
-		c.failErr(w, r, s, err)
-		return
-	}
-	c.render(w, r, s, nethttp.StatusOK, "jobform", "Edit "+j.Name, c.withCalendars(r.Context(), formData(id, formOf(j), nil)))
+	c.render(w, r, s, nethttp.StatusOK, "jobform", "Edit "+j.Name, c.withCalendars(r.Context(), formData(j.ID, formOf(j), nil)))
 }
 
 // createJob is POST /ui/jobs.

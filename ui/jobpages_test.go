@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
@@ -30,8 +31,7 @@ func listedIDs(re *regexp.Regexp, body string) []int64 {
 }
 
 func TestJobListSearchAndLabelFilters(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, false)
+	e, c := signedIn(t, writeKey)
 	mk := func(name, desc string, labels map[string]string, enabled bool) int64 {
 		j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: name, Description: desc, Labels: labels, CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
 		if !enabled {
@@ -44,8 +44,6 @@ func TestJobListSearchAndLabelFilters(t *testing.T) {
 	billing := mk("billing-sync", "Settles invoices", map[string]string{"team": "payments", "env": "prod"}, true)
 	billingStg := mk("billing-sync-staging", "", map[string]string{"team": "payments", "env": "staging"}, false)
 	report := mk("nightly-report", "Mails the billing summary", map[string]string{"team": "data", "env": "prod"}, true)
-	c := e.client(t)
-	c.signIn(writeKey)
 	for query, want := range map[string][]int64{
 		"":                                       {billing, billingStg, report},
 		"name_prefix=billing":                    {billing, billingStg},
@@ -100,12 +98,9 @@ func TestJobListSearchAndLabelFilters(t *testing.T) {
 }
 
 func TestJobPageShowsFireTimesAndHistory(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, false)
+	e, c := signedIn(t, writeKey)
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "nightly", CronExpr: ptr("30 2 * * *"), Timezone: "America/New_York", TargetURL: "http://127.0.0.1:9/x"})
 	id := strconv.FormatInt(j.ID, 10)
-	c := e.client(t)
-	c.signIn(writeKey)
 	_, body := c.get("/ui/jobs/" + id)
 	// Ten fire times, in the zone and in UTC, as GET /v1/jobs/{id}/schedule.
 	now, _ := e.in.DB.Now(context.Background())
@@ -169,10 +164,7 @@ func TestJobPageShowsFireTimesAndHistory(t *testing.T) {
 }
 
 func TestSchedulePreviewAsYouType(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, false)
-	c := e.client(t)
-	c.signIn(writeKey)
+	e, c := signedIn(t, writeKey)
 	hx := map[string]string{"HX-Request": "true"}
 	preview := func(v url.Values) (int, string) {
 		code, _, body := c.do("GET", "/ui/schedule/preview?"+v.Encode(), nil, hx)
@@ -217,5 +209,98 @@ func TestSchedulePreviewAsYouType(t *testing.T) {
 	anon := e.client(t)
 	if code, _, _ := anon.do("GET", "/ui/schedule/preview?cron_expr=*", nil, hx); code != http.StatusUnauthorized {
 		t.Errorf("preview without a session: %d, want 401", code)
+	}
+}
+
+// TestTimesInUTCAreShownOnce: a job in UTC shows its fire times in one
+// UTC column (not "In UTC" beside "UTC") and its next fire once; a job in
+// another zone shows both.
+func TestTimesInUTCAreShownOnce(t *testing.T) {
+	e, c := signedIn(t, writeKey)
+	utc := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "in-utc", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
+	berlin := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "in-berlin", CronExpr: ptr("0 3 * * *"), Timezone: "Europe/Berlin", TargetURL: "http://127.0.0.1:9/x"})
+	_, body := c.get("/ui/jobs/" + strconv.FormatInt(utc.ID, 10))
+	if strings.Contains(body, "In UTC") || strings.Count(body, "<th>UTC</th>") != 1 || strings.Contains(body, "UTC · 20") {
+		t.Errorf("a job in UTC shows UTC twice:\n%s", body)
+	}
+	if !strings.Contains(body, "the next 10 fire times") {
+		t.Error("a job in UTC does not say \"the next 10 fire times\"")
+	}
+	_, body = c.get("/ui/jobs/" + strconv.FormatInt(berlin.ID, 10))
+	if !strings.Contains(body, "<th>In Europe/Berlin</th>") || strings.Count(body, "<th>UTC</th>") != 1 {
+		t.Errorf("a job in Europe/Berlin does not show its fire times in Berlin and in UTC:\n%s", body)
+	}
+	_, body = c.get("/ui/jobs")
+	if strings.Contains(body, "</code> · UTC<") {
+		t.Error("the job list names the UTC zone beside each UTC schedule")
+	}
+}
+
+// TestJobRunsFragment: GET /ui/jobs/{id}/runs is the runs section alone
+// for htmx, and sends a plain browser to the job page at that page.
+func TestJobRunsFragment(t *testing.T) {
+	e, c := signedIn(t, readKey)
+	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "j", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
+	for range 3 {
+		e.in.TriggerSilently(t, j.ID)
+	}
+	id := strconv.FormatInt(j.ID, 10)
+	code, loc, _ := c.do("GET", "/ui/jobs/"+id+"/runs?status=pending", nil, nil)
+	if code != http.StatusSeeOther || loc != "/ui/jobs/"+id+"?status=pending#runs" {
+		t.Errorf("the runs fragment without htmx: %d to %q", code, loc)
+	}
+	code, _, body := c.do("GET", "/ui/jobs/"+id+"/runs?status=pending", nil, map[string]string{"HX-Request": "true"})
+	if code != http.StatusOK || strings.Contains(body, "<html") || !strings.HasPrefix(body, `<section class="card" id="runs">`) || strings.Count(body, `<tr id="run-`) != 3 {
+		t.Errorf("the runs fragment with htmx: %d\n%s", code, body)
+	}
+}
+
+// The job page shows the job's calendars and what they do to its next
+// fire times; the edit form keeps them; the backfill form shows the dry
+// run and creates nothing until its button is pressed.
+func TestJobPageCalendarsAndBackfill(t *testing.T) {
+	e, c := signedIn(t, writeKey)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	tomorrow := now.AddDate(0, 0, 1).Format("2006-01-02")
+	if _, err := e.in.DB.PutCalendar(ctx, &chronos.Calendar{Name: "closures", Dates: []string{tomorrow}}); err != nil {
+		t.Fatal(err)
+	}
+	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "daily", CronExpr: ptr("0 6 * * *"), TargetURL: "http://127.0.0.1:9/x",
+		Calendars: []string{"closures"}})
+	base := "/ui/jobs/" + strconv.FormatInt(j.ID, 10)
+	code, body := c.get(base)
+	if code != http.StatusOK || !strings.Contains(body, `id="job-calendars"`) || !strings.Contains(body, "<code>closures</code>") {
+		t.Fatalf("job page: %d\n%s", code, body)
+	}
+	if !strings.Contains(body, "skipped: "+tomorrow+" is on closures") {
+		t.Fatalf("job page does not say the calendar skips %s:\n%s", tomorrow, body)
+	}
+	if _, body = c.get(base + "/edit"); !strings.Contains(body, `name="calendars" value="closures"`) {
+		t.Fatalf("edit form:\n%s", body)
+	}
+
+	// The dry run.
+	from := now.AddDate(0, 0, -3).Truncate(24 * time.Hour)
+	q := url.Values{"from": {from.Format("2006-01-02T15:04:05")}, "to": {now.Truncate(24 * time.Hour).Format("2006-01-02T15:04:05")}}
+	code, body = c.get(base + "/backfill?" + q.Encode())
+	if code != http.StatusOK || !strings.Contains(body, `id="backfill-dry-run"`) || !strings.Contains(body, "Create 3 run(s)") {
+		t.Fatalf("dry run: %d\n%s", code, body)
+	}
+	if runs := countRuns(t, e, j.ID); runs != 0 {
+		t.Fatalf("the dry run created %d runs", runs)
+	}
+	m := regexpFind(body, `name="from" value="([^"]+)"`)
+	n := regexpFind(body, `name="to" value="([^"]+)"`)
+	code, loc, _ := c.post(base+"/backfill", url.Values{"from": {m}, "to": {n}})
+	if code != http.StatusSeeOther || !strings.Contains(loc, "done=backfilled") {
+		t.Fatalf("create: %d %s", code, loc)
+	}
+	if runs := countRuns(t, e, j.ID); runs != 3 {
+		t.Fatalf("backfill created %d runs, want 3", runs)
+	}
+	// A bad range names its field.
+	if code, body = c.get(base + "/backfill?from=yesterday"); code != http.StatusBadRequest || !strings.Contains(body, "from") {
+		t.Fatalf("bad range: %d\n%s", code, body)
 	}
 }

@@ -35,19 +35,11 @@ func (c *Console) jobsPage(w nethttp.ResponseWriter, r *nethttp.Request, s *sess
 	q := r.URL.Query()
 	f, err := parseJobSearch(q)
 	d := map[string]any{"F": f, "Back": r.URL.RequestURI()}
-	var jobs []*chronos.Job
-	var next string
-	if err == nil {
-		f.Filter.Cursor, f.Filter.Limit = q.Get("cursor"), jobsPerPage
-		jobs, next, err = c.db.Jobs(r.Context(), f.Filter)
-	}
-	if err != nil {
-		if statusOf(err) != nethttp.StatusBadRequest {
-			c.failErr(w, r, s, err)
-			return
-		}
-		d["Problems"] = problems(err)
-		c.render(w, r, s, nethttp.StatusBadRequest, "jobs", "Jobs", d)
+	jobs, ok := listPage(c, w, r, s, err, func(ctx context.Context, cursor string) ([]*chronos.Job, string, error) {
+		f.Filter.Cursor, f.Filter.Limit = cursor, jobsPerPage
+		return c.db.Jobs(ctx, f.Filter)
+	}, f.Values(), jobsListPath, "jobs", "Jobs", d)
+	if !ok {
 		return
 	}
 	rows, err := c.rows(r.Context(), jobs, s)
@@ -56,11 +48,6 @@ func (c *Console) jobsPage(w nethttp.ResponseWriter, r *nethttp.Request, s *sess
 		return
 	}
 	d["Rows"] = rows
-	if next != "" {
-		v := f.Values()
-		v.Set("cursor", next)
-		d["NextURL"] = jobsListPath + "?" + v.Encode()
-	}
 	c.render(w, r, s, nethttp.StatusOK, "jobs", "Jobs", d)
 }
 
@@ -112,12 +99,10 @@ func (c *Console) setEnabled(w nethttp.ResponseWriter, r *nethttp.Request, s *se
 
 // triggerJob is POST /ui/jobs/{id}/trigger.
 func (c *Console) triggerJob(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	id, run, ok := byPathID(c, w, r, s, c.db.Trigger)
+	id, _, ok := c.newRunByPathID(w, r, s, c.db.Trigger, "console: job triggered", "job_id", "run_id")
 	if !ok {
 		return
 	}
-	c.announce(run)
-	c.log.Info("console: job triggered", "job_id", id, "run_id", run.ID, "key", s.Name)
 	j, err := c.db.Job(r.Context(), id)
 	if err != nil {
 		c.failErr(w, r, s, err)

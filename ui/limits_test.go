@@ -16,8 +16,7 @@ import (
 // their state, the job page shows the job's limit, and the edit form sets
 // and refuses limit_key.
 func TestConsoleShowsLimits(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, false)
+	e, c := signedIn(t, writeKey)
 	ctx := context.Background()
 	conc, rate, per := 4, 100, 60
 	if _, err := e.in.DB.PutLimit(ctx, &chronos.Limit{Key: "api.example", MaxConcurrency: &conc, Rate: &rate, PerSeconds: &per}); err != nil {
@@ -26,8 +25,6 @@ func TestConsoleShowsLimits(t *testing.T) {
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "limited", CronExpr: ptr("30 2 * * *"), TargetURL: "http://127.0.0.1:9/x",
 		LimitKey: ptr("api.example")})
 	id := strconv.FormatInt(j.ID, 10)
-	c := e.client(t)
-	c.signIn(writeKey)
 
 	_, body := c.get("/ui/")
 	if i := strings.Index(body, `id="limits"`); i < 0 || !strings.Contains(body[i:], "<code>api.example</code>") ||

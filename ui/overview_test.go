@@ -2,17 +2,19 @@ package ui_test
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestOverviewCountsTheLastHourAndKeepsUp(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, false)
+	e, c := signedIn(t, writeKey)
 	ctx := context.Background()
 	j := reactortest.CreateJob(t, e.in.DB, &chronos.Job{Name: "j", CronExpr: ptr("0 3 * * *"), TargetURL: "http://127.0.0.1:9/x"})
 	finish := func(ago time.Duration, status chronos.RunStatus, lag time.Duration) {
@@ -27,8 +29,6 @@ func TestOverviewCountsTheLastHourAndKeepsUp(t *testing.T) {
 	finish(90*time.Minute, chronos.StatusDead, time.Second) // before the hour
 	finish(30*time.Minute, chronos.StatusDead, 2500*time.Millisecond)
 	finish(5*time.Minute, chronos.StatusSucceeded, 50*time.Millisecond)
-	c := e.client(t)
-	c.signIn(writeKey)
 	tile := func(body string, status chronos.RunStatus) string {
 		i := strings.Index(body, `<span class="st st-`+string(status)+`">`+string(status)+`</span> last hour`)
 		j := strings.LastIndex(body[:max(i, 0)], `<span class="n">`)
@@ -57,3 +57,40 @@ func TestOverviewCountsTheLastHourAndKeepsUp(t *testing.T) {
 		t.Errorf("a run that just finished is not counted: %s succeeded", tile(body, chronos.StatusSucceeded))
 	}
 }
+
+// TestOverviewShowsVersions: the overview's cluster list shows each
+// instance's registered version beside its name.
+func TestOverviewShowsVersions(t *testing.T) {
+	e, c := signedIn(t, writeKey)
+	ctx := t.Context()
+	pcfg, err := pgxpool.ParseConfig(e.in.DB.Pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := pcfg.ConnConfig
+	cfg.RuntimeParams["application_name"] = "node-v-listener" // how instances are found
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := e.in.DB.RegisterInstance(ctx, "node-v", "v1.2.3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := c.get("/ui/"); !strings.Contains(body, "<li>node-v · v1.2.3</li>") {
+		t.Errorf("the overview does not show node-v's version:\n%s", body)
+	}
+}
+
+// TestOverviewChartHasATimeAxis: the chart of the last hour labels its
+// time axis every ten minutes.
+func TestOverviewChartHasATimeAxis(t *testing.T) {
+	_, c := signedIn(t, readKey)
+	_, body := c.get("/ui/")
+	if n := len(axisLabelRE.FindAllString(body, -1)); n < 5 || n > 7 {
+		t.Errorf("the overview chart has %d time labels, want one every ten minutes of the hour:\n%s", n, body)
+	}
+}
+
+// axisLabelRE matches a time label of the overview chart's axis.
+var axisLabelRE = regexp.MustCompile(`<text x="[0-9.]+%" y="\d+" text-anchor="(start|middle|end)">\d\d:\d0</text>`)

@@ -27,6 +27,20 @@ func byPathID[T any](c *Console, w nethttp.ResponseWriter, r *nethttp.Request, s
 	return id, v, true
 }
 
+// newRunByPathID is byPathID for an action that makes a run (a trigger,
+// a redrive): the new run is announced on the local bus, so this
+// instance's dispatcher starts it at once, and logged as msg with the
+// path's id under idKey and the new run's under runKey.
+func (c *Console) newRunByPathID(w nethttp.ResponseWriter, r *nethttp.Request, s *session, do func(context.Context, int64) (*chronos.Run, error),
+	msg, idKey, runKey string) (int64, *chronos.Run, bool) {
+	id, run, ok := byPathID(c, w, r, s, do)
+	if ok {
+		c.announce(run)
+		c.log.Info(msg, idKey, id, runKey, run.ID, "key", s.Name)
+	}
+	return id, run, ok
+}
+
 // jobToChange is the job of the path, for a page that changes it: a 404
 // for a bad id, then a 403 for a key that may not write, then the job.
 func (c *Console) jobToChange(w nethttp.ResponseWriter, r *nethttp.Request, s *session) (*chronos.Job, bool) {

@@ -38,11 +38,9 @@ func (c *Console) runPage(w nethttp.ResponseWriter, r *nethttp.Request, s *sessi
 // redriveRun is POST /ui/runs/{id}/redrive: a dead run goes round again as
 // a new run, whose page the browser is sent to.
 func (c *Console) redriveRun(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	id, run, ok := byPathID(c, w, r, s, c.db.Redrive)
+	_, run, ok := c.newRunByPathID(w, r, s, c.db.Redrive, "console: run redriven", "run_id", "new_run_id")
 	if !ok {
 		return
 	}
-	c.announce(run)
-	c.log.Info("console: run redriven", "run_id", id, "new_run_id", run.ID, "key", s.Name)
 	c.redirectDone(w, r, Prefix+"runs/"+strconv.FormatInt(run.ID, 10), "redriven")
 }

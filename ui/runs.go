@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	nethttp "net/http"
 
 	"github.com/chronoshq/chronos"
@@ -32,20 +33,11 @@ func (c *Console) runsPage(w nethttp.ResponseWriter, r *nethttp.Request, s *sess
 	if f.Dead() {
 		title = "Dead letters"
 	}
-	var runs []*chronos.Run
-	var next string
-	if err == nil {
-		f.Query.Cursor, f.Query.Limit = q.Get("cursor"), runsPerPage
-		runs, next, err = c.db.AllRuns(r.Context(), f.Query)
-	}
-	if err != nil {
-		if statusOf(err) != nethttp.StatusBadRequest {
-			c.failErr(w, r, s, err)
-			return
-		}
-		d["Problems"] = problems(err)
-		d["Controls"] = false
-		c.render(w, r, s, nethttp.StatusBadRequest, "runs", title, d)
+	runs, ok := listPage(c, w, r, s, err, func(ctx context.Context, cursor string) ([]*chronos.Run, string, error) {
+		f.Query.Cursor, f.Query.Limit = cursor, runsPerPage
+		return c.db.AllRuns(ctx, f.Query)
+	}, f.Values(), runsListPath, "runs", title, d)
+	if !ok {
 		return
 	}
 	notes, err := c.db.Notes(r.Context(), runs)
@@ -61,10 +53,5 @@ func (c *Console) runsPage(w nethttp.ResponseWriter, r *nethttp.Request, s *sess
 		}
 	}
 	d["Rows"] = rows
-	if next != "" {
-		v := f.Values()
-		v.Set("cursor", next)
-		d["NextURL"] = runsListPath + "?" + v.Encode()
-	}
 	c.render(w, r, s, nethttp.StatusOK, "runs", title, d)
 }

@@ -19,6 +19,17 @@
     tr.appendChild(td);
     return td;
   }
+  // linkCell adds a cell linking to path + id, shown as #id; empty
+  // without an id.
+  function linkCell(tr, path, id) {
+    var td = cell(tr, "");
+    if (id) {
+      var a = document.createElement("a");
+      a.href = path + encodeURIComponent(id);
+      a.textContent = "#" + id;
+      td.appendChild(a);
+    }
+  }
   function detail(e) {
     var parts = [];
     if (e.status) parts.push(e.status);
@@ -37,20 +48,8 @@
     tr.dataset.type = e.type || "";
     cell(tr, (e.time || "").replace("T", " ").replace(/\.\d+Z$/, "Z"));
     cell(tr, e.type || "");
-    var job = cell(tr, "");
-    if (e.job_id) {
-      var a = document.createElement("a");
-      a.href = "/ui/jobs/" + encodeURIComponent(e.job_id);
-      a.textContent = "#" + e.job_id;
-      job.appendChild(a);
-    }
-    var run = cell(tr, "");
-    if (e.run_id) {
-      var b = document.createElement("a");
-      b.href = "/ui/runs/" + encodeURIComponent(e.run_id);
-      b.textContent = "#" + e.run_id;
-      run.appendChild(b);
-    }
+    linkCell(tr, "/ui/jobs/", e.job_id);
+    linkCell(tr, "/ui/runs/", e.run_id);
     cell(tr, detail(e));
     body.insertBefore(tr, body.firstChild);
     while (body.childNodes.length > MAX_ROWS) body.removeChild(body.lastChild);
