@@ -192,6 +192,21 @@ func TestScenarios(t *testing.T) {
 			f.equal("duplicate_deliveries", 0)
 			f.equal("runs_started_over_limit", 0)
 		}},
+		"limit-rate": {
+			// Two `chronos serve` child processes share the key.
+			tweak: func(c *Config) { c.Binary = binary(t) },
+			check: func(f figures) {
+				f.equal("duplicate_deliveries", 0)
+				if f.get("first_second")+f.get("delivered_in_window") <= 0 {
+					t.Errorf("limit-rate: no run delivered")
+				}
+				// At most the rate, plus a bucket's burst, over the window
+				// (tinySizes' 3 s): a bound on the limit, not on speed.
+				if got, most := f.get("delivered_in_window"), float64(limitRatePerSecond*(3+1)); got > most {
+					t.Errorf("limit-rate: %v runs delivered in 3 s at %d/s, more than %v", got, limitRatePerSecond, most)
+				}
+			},
+		},
 		"hosts": {check: func(f figures) {
 			f.positive("good_p99_ok", "good_p99_429", "good_p99_hang", "good_p99_ratio_429", "good_p99_ratio_hang")
 			f.ordered("good_p50_ok", "good_p99_ok")

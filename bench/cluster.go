@@ -13,11 +13,17 @@ import (
 // started with opts and, with leader, one of them leading. The caller
 // closes it.
 func (b *runner) clusterEnv(ctx context.Context, opts instanceOpts, leader bool) (*env, error) {
+	return b.clusterEnvOf(ctx, b.cfg.Instances, opts, leader)
+}
+
+// clusterEnvOf is clusterEnv with n instances, for a scenario whose shape
+// fixes their number (limit-rate: at least two).
+func (b *runner) clusterEnvOf(ctx context.Context, n int, opts instanceOpts, leader bool) (*env, error) {
 	e, err := b.newEnv(ctx)
 	if err != nil {
 		return nil, err
 	}
-	err = e.startInstances(ctx, b.cfg.Instances, opts)
+	err = e.startInstances(ctx, n, opts)
 	if err == nil && leader {
 		err = e.waitLeader(ctx)
 	}

@@ -92,17 +92,11 @@ func (h *hostTarget) close() {
 // The goal (issue 24): the good hosts' p99 within 10% of the baseline.
 func benchHosts(ctx context.Context, b *runner) (*result, error) {
 	f := b.cfg
-	e, err := b.newEnv(ctx)
+	e, err := b.clusterEnv(ctx, instanceOpts{}, true)
 	if err != nil {
 		return nil, err
 	}
 	defer e.close()
-	if err := e.startInstances(ctx, f.Instances, instanceOpts{}); err != nil {
-		return nil, err
-	}
-	if err := e.waitLeader(ctx); err != nil {
-		return nil, err
-	}
 	// Nine good hosts, and a tenth of its own for each phase, so that one
 	// phase's deferral or open breaker is not the next one's.
 	good := make([]*hostTarget, benchHostCount-1)
@@ -117,8 +111,7 @@ func benchHosts(ctx context.Context, b *runner) (*result, error) {
 	res.param("jobs", n)
 	res.param("hosts", benchHostCount)
 	res.param("rate", benchHostRate)
-	res.param("instances", f.Instances)
-	res.param("concurrency", f.Concurrency)
+	res.clusterParams(&f)
 
 	create := func(name string, h *hostTarget) (int64, error) {
 		j, err := e.createJob(ctx, map[string]any{"name": name, "run_at": farFuture(),

@@ -24,24 +24,17 @@ const (
 // key may have had more than 10 runs in flight at the target.
 func benchLimits(ctx context.Context, b *runner) (*result, error) {
 	f := b.cfg
-	e, err := b.newEnv(ctx)
+	n := f.LimitRuns
+	e, err := b.clusterEnv(ctx, instanceOpts{}, true)
 	if err != nil {
 		return nil, err
 	}
 	defer e.close()
-	if err := e.startInstances(ctx, f.Instances, instanceOpts{}); err != nil {
-		return nil, err
-	}
-	if err := e.waitLeader(ctx); err != nil {
-		return nil, err
-	}
-	n := f.LimitRuns
 	res := &result{Scenario: "limits"}
 	res.param("runs", n)
 	res.param("keys", limitKeys)
 	res.param("max_concurrency", limitConcurrency)
-	res.param("instances", f.Instances)
-	res.param("concurrency", f.Concurrency)
+	res.clusterParams(&f)
 
 	conc := limitConcurrency
 	free := make([]int64, limitKeys)
@@ -66,12 +59,9 @@ func benchLimits(ctx context.Context, b *runner) (*result, error) {
 
 	delivered := 0
 	burst := func(name string, jobs []int64) (float64, error) {
-		due := time.Now().Add(time.Second + time.Duration(n)*30*time.Microsecond)
-		if _, err := e.db.Pool.Exec(ctx, `
-			INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
-			SELECT ($1::bigint[])[1 + g % cardinality($1::bigint[])], $2, 'manual', $2
-			  FROM generate_series(0, $3 - 1) g`, jobs, due, n); err != nil {
-			return 0, fmt.Errorf("%s: insert %d runs: %w", name, n, err)
+		due, err := e.insertDueRuns(ctx, jobs, n)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
 		}
 		t0 := due
 		if now := time.Now(); now.After(due) {
@@ -132,4 +122,19 @@ func benchLimits(ctx context.Context, b *runner) (*result, error) {
 		res.fail("limits: %d runs started while their key had %d or more in flight", over, limitConcurrency)
 	}
 	return res, nil
+}
+
+// insertDueRuns inserts n pending manual runs spread round-robin over
+// jobs, in one statement, all due at one instant a little after it can
+// have committed (a second, and 30 µs a run), which it returns. A run
+// takes its job's limit_key as it is inserted.
+func (e *env) insertDueRuns(ctx context.Context, jobs []int64, n int) (time.Time, error) {
+	due := time.Now().Add(time.Second + time.Duration(n)*30*time.Microsecond)
+	if _, err := e.db.Pool.Exec(ctx, `
+		INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		SELECT ($1::bigint[])[1 + g % cardinality($1::bigint[])], $2, 'manual', $2
+		  FROM generate_series(0, $3 - 1) g`, jobs, due, n); err != nil {
+		return due, fmt.Errorf("insert %d runs: %w", n, err)
+	}
+	return due, nil
 }

@@ -30,6 +30,7 @@ var scenarios = []scenario{
 	{"create", benchCreate},
 	{"sustained", benchSustained},
 	{"limits", benchLimits},
+	{"limit-rate", benchLimitRate},
 	{"hosts", benchHosts},
 }
 

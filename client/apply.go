@@ -55,14 +55,15 @@ type Step struct {
 type Plan struct {
 	Steps     []Step `json:"steps"`
 	Unchanged int    `json:"unchanged"`
-	// Calendars are the calendar writes (PlanCalendars): creates and
-	// updates go before the jobs' steps, deletes after.
-	Calendars          []CalendarStep `json:"calendars,omitempty"`
-	CalendarsUnchanged int            `json:"calendars_unchanged,omitempty"`
+	// Objects are the writes of named objects, calendars and limits
+	// (PlanObjects): creates and updates go before the jobs' steps,
+	// deletes after. ObjectsUnchanged counts the others by kind.
+	Objects          []ObjectStep   `json:"objects,omitempty"`
+	ObjectsUnchanged map[string]int `json:"objects_unchanged,omitempty"`
 }
 
 // Empty reports whether the plan writes nothing.
-func (p *Plan) Empty() bool { return len(p.Steps) == 0 && len(p.Calendars) == 0 }
+func (p *Plan) Empty() bool { return len(p.Steps) == 0 && len(p.Objects) == 0 }
 
 // PlanOptions tunes MakePlan.
 type PlanOptions struct {
@@ -229,10 +230,11 @@ func emptyToNil(v any) any {
 	return v
 }
 
-// ApplyResult is what Apply did.
+// ApplyResult is what Apply did: to jobs, and to named objects by kind
+// (the unchanged ones are the plan's).
 type ApplyResult struct {
 	Created, Updated, Deleted, Unchanged int
-	Calendars                            int // calendar writes done
+	Objects                              map[string]*Tally
 }
 
 // Apply carries out a plan, Parallel writes at a time (at least 1). Every
@@ -242,21 +244,19 @@ type ApplyResult struct {
 // each all or nothing; against a server without the batch route they go
 // one by one.
 func (c *Client) Apply(ctx context.Context, p *Plan, parallel int) (ApplyResult, error) {
-	res := ApplyResult{Unchanged: p.Unchanged}
-	// The calendars the jobs name first; a failure stops here, before a
-	// job could name a calendar that is not there.
-	n, err := c.applyCalendars(ctx, p.Calendars, false)
-	res.Calendars += n
-	if err != nil {
+	res := ApplyResult{Unchanged: p.Unchanged, Objects: map[string]*Tally{}}
+	for kind, n := range p.ObjectsUnchanged {
+		tallyOf(res.Objects, kind).Unchanged = n
+	}
+	// The calendars and limits the jobs name first; a failure stops here,
+	// before a job could name one that is not there.
+	if err := c.applyObjects(ctx, p.Objects, false, res.Objects); err != nil {
 		return res, err
 	}
-	res, err = c.applyJobs(ctx, p, parallel, res)
-	n, cerr := c.applyCalendars(ctx, p.Calendars, true)
-	res.Calendars += n
-	if err == nil {
-		err = cerr
-	}
-	return res, err
+	res, err := c.applyJobs(ctx, p, parallel, res)
+	// Their deletes last: the jobs that named them have moved off them.
+	oerr := c.applyObjects(ctx, p.Objects, true, res.Objects)
+	return res, errors.Join(err, oerr)
 }
 
 // applyJobs carries out the jobs' steps of a plan.
@@ -397,7 +397,7 @@ func (c *Client) createBatch(ctx context.Context, steps []Step, batch []int) err
 // String renders a plan as a diff, one line per step and field.
 func (p *Plan) String() string {
 	var b strings.Builder
-	calendarLines(&b, p.Calendars)
+	objectLines(&b, p.Objects)
 	for _, st := range p.Steps {
 		switch st.Action {
 		case ActionCreate:

@@ -50,16 +50,19 @@ func LoadManifest(paths []string, stdin io.Reader) ([]*Spec, error) {
 	return m.Jobs, nil
 }
 
-// Manifest is what a set of files describes: jobs, and calendars
-// (documents or list items with kind: Calendar, see calendarDoc).
+// Manifest is what a set of files describes: jobs, and the named objects
+// beside them (items with kind: Calendar or kind: Limit, see
+// apply_objects.go), in file order.
 type Manifest struct {
-	Jobs      []*Spec
-	Calendars []*CalendarDoc
+	Jobs    []*Spec
+	Objects []*ObjectDoc
 }
 
-// LoadManifestAll is LoadManifest that also returns the calendars of the
-// files: an item with "kind: Calendar" is a calendar (name, description,
-// dates or ical); "kind: Job", or no kind, a job.
+// LoadManifestAll is LoadManifest that also returns the named objects of
+// the files: an item with "kind: Calendar" is a calendar (name,
+// description, dates or ical), one with "kind: Limit" a limit (key,
+// max_concurrency, rate, per_seconds); "kind: Job", or no kind, a job.
+// Names are unique within a kind.
 func LoadManifestAll(paths []string, stdin io.Reader) (*Manifest, error) {
 	var files []string
 	for _, p := range paths {
@@ -89,10 +92,10 @@ func LoadManifestAll(paths []string, stdin io.Reader) (*Manifest, error) {
 		return nil, errors.New("no manifest files (want *.yaml, *.yml or *.json)")
 	}
 	var specs []*Spec
-	var cals []*CalendarDoc
+	var objects []*ObjectDoc
 	var problems []string
 	seen := map[string]string{}
-	seenCal := map[string]string{}
+	seenObj := map[[2]string]string{} // kind, name -> where
 	for _, f := range files {
 		name, data, err := readFile(f, stdin)
 		if err != nil {
@@ -103,19 +106,24 @@ func LoadManifestAll(paths []string, stdin io.Reader) (*Manifest, error) {
 			problems = append(problems, fmt.Sprintf("%s: %v", name, err))
 			continue
 		}
-		raws, calRaws := splitCalendars(raws)
-		for i, raw := range calRaws {
-			d, errs := checkCalendar(raw, fmt.Sprintf("%s: calendar %d", name, i+1))
+		raws, objRaws, errs := splitKinds(raws, func(i int) string { return fmt.Sprintf("%s: item %d", name, i+1) })
+		problems = append(problems, errs...)
+		ordinal := map[string]int{} // per kind: "calendar 2"
+		for _, raw := range objRaws {
+			k, _ := kindNamed(kindOf(raw))
+			ordinal[k.kind]++
+			d, errs := checkObject(raw, fmt.Sprintf("%s: %s %d", name, k.noun, ordinal[k.kind]))
 			problems = append(problems, errs...)
 			if d == nil {
 				continue
 			}
-			if first, dup := seenCal[d.Name]; dup {
-				problems = append(problems, fmt.Sprintf("%s: field name: %q is also the name of %s (names are unique)", d.Source, d.Name, first))
+			id := [2]string{d.Kind, d.Name}
+			if first, dup := seenObj[id]; dup {
+				problems = append(problems, fmt.Sprintf("%s: field %s: %q is also the %s of %s (%ss are unique)", d.Source, k.name, d.Name, k.name, first, k.name))
 				continue
 			}
-			seenCal[d.Name] = d.Source
-			cals = append(cals, d)
+			seenObj[id] = d.Source
+			objects = append(objects, d)
 		}
 		for i, raw := range raws {
 			s, errs := checkSpec(raw, fmt.Sprintf("%s: job %d", name, i+1))
@@ -134,7 +142,7 @@ func LoadManifestAll(paths []string, stdin io.Reader) (*Manifest, error) {
 	if len(problems) > 0 {
 		return nil, &ManifestError{Problems: problems}
 	}
-	return &Manifest{Jobs: specs, Calendars: cals}, nil
+	return &Manifest{Jobs: specs, Objects: objects}, nil
 }
 
 // ReadObjects reads the jobs of one file ("-": stdin) as raw JSON

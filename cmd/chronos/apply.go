@@ -26,9 +26,12 @@ mapping {jobs: [...]}, or one job, in the fields of POST /v1/jobs. A
 directory means its *.yaml, *.yml and *.json files; - means stdin.
 
 An item with kind: Calendar is a calendar (name, description, and dates or
-ical, as PUT /v1/calendars/{name}): calendars are created and replaced
-before the jobs that name them; with --prune, the calendars the files do
-not list are deleted after the jobs, if the files list any calendar.
+ical, as PUT /v1/calendars/{name}); one with kind: Limit is a limit (key,
+max_concurrency, rate, per_seconds, as PUT /v1/limits/{key}). They are
+created and replaced before the jobs that name them; with --prune, the
+calendars (limits) the files do not list are deleted after the jobs, if
+the files list at least one calendar (limit): a manifest of jobs alone
+leaves them as they are.
 
 Every job is checked before anything changes: one invalid job refuses the
 whole apply, naming the file, the job and the field. A field the file
@@ -77,7 +80,7 @@ jobs: []) would delete every selected job, so it is refused unless
 			if err != nil {
 				return err
 			}
-			if p.Calendars, p.CalendarsUnchanged, err = c.PlanCalendars(cmd.Context(), m.Calendars, prune); err != nil {
+			if p.Objects, p.ObjectsUnchanged, err = c.PlanObjects(cmd.Context(), m.Objects, prune); err != nil {
 				return err
 			}
 			if api.out.format != "table" {
@@ -91,17 +94,16 @@ jobs: []) would delete every selected job, so it is refused unless
 			out := cmd.OutOrStdout()
 			fmt.Fprint(out, p.String())
 			if p.Empty() {
-				fmt.Fprintf(out, "no changes (%d job(s) unchanged)\n", p.Unchanged)
+				fmt.Fprintf(out, "no changes (%s unchanged)\n", p.UnchangedSummary())
 				return nil
 			}
 			if dryRun {
+				fmt.Fprint(out, client.TallyLines(p.ObjectTallies(), true))
 				fmt.Fprintf(out, "dry run: %d to change, %d unchanged; nothing was changed\n", len(p.Steps), p.Unchanged)
 				return nil
 			}
 			res, err := c.Apply(cmd.Context(), p, parallel)
-			if len(p.Calendars) > 0 {
-				fmt.Fprintf(out, "%d calendar change(s) made\n", res.Calendars)
-			}
+			fmt.Fprint(out, client.TallyLines(res.Objects, false))
 			fmt.Fprintf(out, "%d created, %d updated, %d deleted, %d unchanged in %s\n",
 				res.Created, res.Updated, res.Deleted, res.Unchanged, time.Since(start).Round(time.Millisecond))
 			return err

@@ -64,6 +64,10 @@ Scenarios:
               same instances: no limit, each job's own key limited to 10 in
               flight, no limit again; the limited runs/s over the unlimited
               mean (goal >= 90%), every run once, no key ever over its limit
+  limit-rate  a key limited to 50 runs/s, two instances (child processes), runs
+              enough to saturate it: runs/s at the target over --duration
+              (mean, min, max a second) and the total's deviation from
+              50 x seconds (goal within 5%)
   hosts       --host-jobs jobs over ten local hosts (ports), each triggered once
               per phase: the nine good hosts' trigger -> delivery p50/p99 with
               the tenth healthy, answering 429 Retry-After: 5, and hanging;
@@ -138,7 +142,7 @@ func benchFlags(fs *flagSet, c *bench.Config) {
 	fs.IntVar(&c.Jobs, "jobs", 0, sizeHelp("schedule: jobs firing every second; scale: jobs defined, unless --scale-jobs is given", full.Jobs, quick.Jobs))
 	fs.StringVar(&c.Peer, "peer", "", "burst: also run this peer's burn-down of as many jobs on the same server in the same run, and print the ratio (river)")
 	fs.StringVar(&c.PeerDir, "peer-dir", "", "the peer's Go module (default: bench/peer/river above the working directory or this executable)")
-	fs.DurationVar(&c.Duration, "duration", 0, sizeHelp("schedule: how long to watch them", full.Duration, quick.Duration))
+	fs.DurationVar(&c.Duration, "duration", 0, sizeHelp("schedule: how long to watch them; limit-rate: the window measured", full.Duration, quick.Duration))
 	fs.DurationVar(&c.Idle, "idle", 0, sizeHelp("idle: how long to watch the idle instance", full.Idle, quick.Idle))
 	fs.IntVar(&c.ScaleJobs, "scale-jobs", 0, sizeHelp("scale: jobs defined", full.ScaleJobs, quick.ScaleJobs))
 	fs.IntVar(&c.BurstJobs, "burst-jobs", 0, sizeHelp("burst: one-shot jobs due at one instant", full.BurstJobs, quick.BurstJobs))
