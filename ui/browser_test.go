@@ -228,7 +228,12 @@ func TestBrowser(t *testing.T) {
 	// answers 403 to a form posted anyway.
 	run(t, ctx, "sign out and in as a reader",
 		chromedp.Navigate(base+"/ui/jobs"),
-		chromedp.Click(css("form.who button")),
+		// Clicked in the page: chromedp.Click's node id went stale once
+		// under load ("Could not find node with given id").
+		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := js[bool](`(() => { document.querySelector("form.who button").click(); return true })()`)(ctx, tg)
+			return err
+		}),
 		until(`location.pathname === "/ui/login"`, 10*time.Second),
 		chromedp.WaitVisible(css("#key")),
 		chromedp.SendKeys(css("#key"), readKey),
