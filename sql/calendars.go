@@ -59,14 +59,7 @@ func (db *DB) Calendar(ctx context.Context, name string) (*chronos.Calendar, err
 // Calendars returns every calendar, by name.
 func (db *DB) Calendars(ctx context.Context) ([]*chronos.Calendar, error) {
 	rows, err := db.Pool.Query(ctx, "SELECT "+calendarColumns+" FROM calendars c ORDER BY c.name")
-	if err != nil {
-		return nil, mapErr(err, "list calendars")
-	}
-	cs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Calendar, error) { return scanCalendar(r) })
-	if err != nil {
-		return nil, mapErr(err, "list calendars")
-	}
-	return cs, nil
+	return collect(rows, err, "list calendars", scanCalendar)
 }
 
 // PutCalendar creates or replaces a calendar (validated: Dates sorted and

@@ -29,12 +29,9 @@ func (db *DB) RecentRuns(ctx context.Context, jobIDs []int64, n int) (map[int64]
 		 CROSS JOIN LATERAL (
 		       SELECT * FROM job_runs WHERE job_id = j.id ORDER BY id DESC LIMIT $2) r
 		 ORDER BY r.job_id, r.id DESC`, jobIDs, n)
+	runs, err := collect(rows, err, "recent runs", scanRun)
 	if err != nil {
-		return nil, mapErr(err, "recent runs")
-	}
-	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Run, error) { return scanRun(r) })
-	if err != nil {
-		return nil, mapErr(err, "recent runs")
+		return nil, err
 	}
 	for _, r := range runs {
 		out[r.JobID] = append(out[r.JobID], r)

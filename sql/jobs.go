@@ -146,13 +146,7 @@ func (db *DB) Jobs(ctx context.Context, f JobFilter) ([]*chronos.Job, string, er
 	if err != nil {
 		return nil, "", err
 	}
-	// One row more than the page says whether there is a next one, so the
-	// last page never hands out a cursor to an empty page.
-	next := ""
-	if len(jobs) > limit {
-		jobs = jobs[:limit]
-		next = encodeCursor(jobs[limit-1].ID)
-	}
+	jobs, next := cutPage(jobs, limit, func(j *chronos.Job) int64 { return j.ID })
 	return jobs, next, nil
 }
 

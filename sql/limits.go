@@ -89,14 +89,7 @@ func (db *DB) Limit(ctx context.Context, key string) (*chronos.Limit, error) {
 // keys are declared by operators, so there are few.
 func (db *DB) Limits(ctx context.Context) ([]*chronos.Limit, error) {
 	rows, err := db.Pool.Query(ctx, "SELECT "+limitColumns+" FROM limits l ORDER BY l.key")
-	if err != nil {
-		return nil, mapErr(err, "list limits")
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*chronos.Limit, error) { return scanLimit(row) })
-	if err != nil {
-		return nil, mapErr(err, "list limits")
-	}
-	return out, nil
+	return collect(rows, err, "list limits", scanLimit)
 }
 
 // DeleteLimit deletes a limit no job names; ECONFLICT while one does,

@@ -4,8 +4,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/chronoshq/chronos"
 )
+
+// collect reads every row of a query's rows with scan; an error of the
+// query (err, as Query returned it) or of a row is mapped alike, with what
+// for context.
+func collect[T any](rows pgx.Rows, err error, what string, scan func(scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, mapErr(err, what)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+	if err != nil {
+		return nil, mapErr(err, what)
+	}
+	return out, nil
+}
 
 // Column lists, in the order the scan helpers below expect.
 const (
