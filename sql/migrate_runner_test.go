@@ -1,14 +1,11 @@
 package sql_test
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/chronoshq/chronos/internal/syncbuf"
 	"github.com/chronoshq/chronos/sql"
@@ -20,9 +17,7 @@ import (
 // never queues everyone else behind itself for longer), and is tried
 // again until it gets through.
 func TestMigrateRetriesOnLockTimeout(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	dsn := sqltest.NewEmptyURL(t)
+	ctx, dsn := parallelURL(t, sqltest.NewEmptyURL)
 	logs := &syncbuf.Buffer{}
 	opts := sql.MigrateOptions{Log: slog.New(slog.NewJSONHandler(logs, nil)), LockTimeout: 200 * time.Millisecond, Attempts: 100}
 	first := fstest.MapFS{"001_busy.sql": {Data: []byte("CREATE TABLE busy (id int); INSERT INTO busy VALUES (1);")}}
@@ -30,11 +25,7 @@ func TestMigrateRetriesOnLockTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A long transaction reads the table: an ALTER must wait for it.
-	holder, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(context.Background())
+	holder := sqltest.Connect(t, ctx, dsn)
 	tx, err := holder.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -51,11 +42,7 @@ func TestMigrateRetriesOnLockTimeout(t *testing.T) {
 
 	// While the migration keeps trying, other sessions are blocked for at
 	// most about one lock timeout at a time.
-	reader, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Close(context.Background())
+	reader := sqltest.Connect(t, ctx, dsn)
 	var longest time.Duration
 	deadline := time.Now().Add(30 * time.Second)
 	for strings.Count(logs.String(), "retrying") < 3 {
@@ -103,9 +90,7 @@ func TestMigrateRetriesOnLockTimeout(t *testing.T) {
 // runs outside a transaction, statement by statement, so it can build an
 // index CONCURRENTLY; notices go to the configured logger.
 func TestMigrateNoTransaction(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	dsn := sqltest.NewEmptyURL(t)
+	ctx, dsn := parallelURL(t, sqltest.NewEmptyURL)
 	logs := &syncbuf.Buffer{}
 	opts := sql.MigrateOptions{Log: slog.New(slog.NewJSONHandler(logs, nil))}
 	fsys := fstest.MapFS{
@@ -120,11 +105,7 @@ CREATE INDEX CONCURRENTLY busy_id_idx ON busy (id);
 	if err := sql.MigrateFSForTest(ctx, dsn, fsys, opts); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := sqltest.Connect(t, ctx, dsn)
 	var valid bool
 	if err := conn.QueryRow(ctx, `SELECT indisvalid FROM pg_index WHERE indexrelid = 'busy_id_idx'::regclass`).Scan(&valid); err != nil || !valid {
 		t.Fatalf("busy_id_idx valid=%v (%v)", valid, err)

@@ -1,21 +1,17 @@
 package sql_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
-	"github.com/jackc/pgx/v5"
 )
 
 // Two instances starting at once on an empty database: both succeed, the
 // schema is applied once.
 func TestMigrateConcurrently(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewEmptyURL(t)
-	ctx := t.Context()
+	ctx, dsn := parallelURL(t, sqltest.NewEmptyURL)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
@@ -31,11 +27,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	if err := sql.Migrate(ctx, dsn); err != nil {
 		t.Fatalf("migrate again: %v", err)
 	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := sqltest.Connect(t, ctx, dsn)
 	var version, tables int
 	if err := conn.QueryRow(ctx, "SELECT version FROM public.chronos_schema_version").Scan(&version); err != nil {
 		t.Fatal(err)

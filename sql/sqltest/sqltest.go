@@ -93,6 +93,18 @@ func NewEmptyURL(t testing.TB) string {
 	return create(t, false)
 }
 
+// Connect opens a plain connection to dsn for a test's own statements,
+// closed at cleanup.
+func Connect(t testing.TB, ctx context.Context, dsn string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
 func create(t testing.TB, migrated bool) string {
 	t.Helper()
 	base := os.Getenv(EnvVar)
