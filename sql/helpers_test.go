@@ -73,6 +73,12 @@ func cronJob(expr string) *chronos.Job {
 	return j
 }
 
+// dbNow reads the database's clock (sqltest.Now).
+func dbNow(t testing.TB, db *sql.DB) time.Time {
+	t.Helper()
+	return sqltest.Now(t, db)
+}
+
 func mustCreate(t testing.TB, db *sql.DB, j *chronos.Job) *chronos.Job {
 	t.Helper()
 	if err := db.CreateJob(context.Background(), j); err != nil {

@@ -10,16 +10,6 @@ import (
 	"github.com/chronoshq/chronos/sql"
 )
 
-// dbNow reads the database's clock.
-func dbNow(t testing.TB, db *sql.DB) time.Time {
-	t.Helper()
-	var now time.Time
-	if err := db.Pool.QueryRow(context.Background(), "SELECT now()").Scan(&now); err != nil {
-		t.Fatal(err)
-	}
-	return now.UTC()
-}
-
 func patch(t testing.TB, db *sql.DB, id int64, u *chronos.JobUpdate) *chronos.Job {
 	t.Helper()
 	j, err := db.UpdateJob(context.Background(), id, u)
