@@ -215,13 +215,9 @@ func (db *DB) ExpireAlerts(ctx context.Context, maxAge time.Duration, limit int)
 		               ORDER BY created_at LIMIT $2
 		                 FOR UPDATE SKIP LOCKED)
 		RETURNING id, run_id, job_id, url IS NULL, attempts, last_error`, micros(maxAge), limit)
-	if err != nil {
-		return nil, mapErr(err, "expire dead-run alerts")
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ExpiredAlert, error) {
+	return collect(rows, err, "expire dead-run alerts", func(r scanner) (ExpiredAlert, error) {
 		var e ExpiredAlert
 		err := r.Scan(&e.ID, &e.RunID, &e.JobID, &e.Cluster, &e.Attempts, &e.LastError)
 		return e, err
 	})
-	return out, mapErr(err, "expire dead-run alerts")
 }

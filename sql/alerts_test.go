@@ -7,7 +7,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // alertRows is what the dead_alerts outbox holds: (run id, url or "") per row.
@@ -37,13 +36,10 @@ func alertRows(t *testing.T, db *sql.DB) [][2]any {
 // Nothing else writes one: a failure with attempts left, a success, an
 // update of a dead run, a missed run.
 func TestDeadAlertOnEveryPath(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("0 0 1 1 *")
-	j.MaxRetries = 1
-	j.OnDeadURL = ptr("http://127.0.0.1:9/dead")
-	mustCreate(t, db, j)
+	db, ctx, j := parallelJob(t, "0 0 1 1 *", func(j *chronos.Job) {
+		j.MaxRetries = 1
+		j.OnDeadURL = ptr("http://127.0.0.1:9/dead")
+	})
 	plain := cronJob("0 0 1 1 *")
 	plain.MaxRetries = 0
 	mustCreate(t, db, plain)
@@ -142,9 +138,7 @@ func reactortestEventually(t *testing.T, what string, cond func() bool) {
 // they take, report when the next one is due, and every write after the
 // send is fenced on the claim.
 func TestAlertClaimsAndFences(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	if err := db.AlertSenderSeen(ctx, "sender"); err != nil {
 		t.Fatal(err)
 	}

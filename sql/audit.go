@@ -80,11 +80,7 @@ func (db *DB) History(ctx context.Context, jobID int64, cursor string, limit int
 			return nil, "", err
 		}
 	}
-	next := ""
-	if len(out) > limit {
-		out = out[:limit]
-		next = encodeCursor(out[limit-1].ID)
-	}
+	out, next := cutPage(out, limit, func(e chronos.AuditEntry) int64 { return e.ID })
 	return out, next, nil
 }
 

@@ -64,11 +64,8 @@ func backfill(ctx context.Context, tx pgx.Tx, jobID int64, req chronos.BackfillR
 	)
 	err := tx.QueryRow(ctx, "SELECT "+jobColumns+", now() FROM jobs WHERE id = $1 FOR NO KEY UPDATE", jobID).
 		Scan(append(s.dest(), &now)...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return chronos.Backfill{}, jobNotFound(jobID)
-	}
 	if err != nil {
-		return chronos.Backfill{}, mapErr(err, "backfill: lock the job")
+		return chronos.Backfill{}, lookupErr(err, jobNotFound(jobID), "backfill: lock the job")
 	}
 	err = tx.QueryRow(ctx, "SELECT next_run_at FROM job_schedules WHERE job_id = $1 FOR UPDATE", jobID).Scan(&rawNext)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -151,12 +148,9 @@ func backfillPlan(ctx context.Context, q querier, j *chronos.Job, req chronos.Ba
 		SELECT DISTINCT scheduled_at FROM job_runs
 		 WHERE job_id = $1 AND scheduled_at = ANY($2) AND trigger IN ('schedule', 'backfill')
 		 ORDER BY scheduled_at`, j.ID, b.Occurrences)
+	existing, err := collect(rows, err, "backfill: existing runs", scanOne[time.Time])
 	if err != nil {
-		return b, mapErr(err, "backfill: existing runs")
-	}
-	existing, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
-	if err != nil {
-		return b, mapErr(err, "backfill: existing runs")
+		return b, err
 	}
 	for _, t := range existing {
 		b.Existing = append(b.Existing, t.UTC())

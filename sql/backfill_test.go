@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // A backfill creates one run per occurrence of the range, oldest first,
@@ -14,10 +13,7 @@ import (
 // an overlapping range, even concurrent, creates no second run for an
 // occurrence.
 func TestBackfillIdempotentAndOrdered(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("0 * * * *"))
+	db, ctx, j := parallelJob(t, "0 * * * *")
 	now := dbNow(t, db).Truncate(time.Hour)
 	from, to := now.Add(-10*time.Hour), now
 
@@ -80,10 +76,7 @@ func TestBackfillIdempotentAndOrdered(t *testing.T) {
 // A scheduled run's occurrence is not backfilled again; the limits are
 // 400s naming the field.
 func TestBackfillLimits(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("* * * * *"))
+	db, ctx, j := parallelJob(t, "* * * * *")
 	now := dbNow(t, db).Truncate(time.Minute)
 	_, err := db.Backfill(ctx, j.ID, chronos.BackfillRequest{From: now.Add(-24 * time.Hour), To: now})
 	if fieldOf(err, "to") == "" {
@@ -120,9 +113,7 @@ func TestBackfillLimits(t *testing.T) {
 // Backfill follows the calendars: a skipped date gets no run and is
 // listed.
 func TestBackfillSkipsCalendarDates(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	now := dbNow(t, db)
 	day := now.AddDate(0, 0, -3)
 	putCalendar(t, db, "closed", day.Format("2006-01-02"))

@@ -24,12 +24,9 @@ func (db *DB) SetEnabledByLabels(ctx context.Context, sel map[string]string, ena
 	rows, err := db.Pool.Query(ctx, `
 		SELECT id FROM jobs WHERE labels @> $1::jsonb AND enabled <> $2 ORDER BY id LIMIT $3`,
 		pgx.QueryExecModeExec, string(b), enabled, MaxBulkJobs+1)
+	ids, err := collect(rows, err, "select jobs by label", scanOne[int64])
 	if err != nil {
-		return nil, false, mapErr(err, "select jobs by label")
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, false, mapErr(err, "select jobs by label")
+		return nil, false, err
 	}
 	more := len(ids) > MaxBulkJobs
 	if more {

@@ -50,23 +50,16 @@ func datesDigest(dates []string) string {
 // Calendar returns one calendar, or ENOTFOUND.
 func (db *DB) Calendar(ctx context.Context, name string) (*chronos.Calendar, error) {
 	c, err := scanCalendar(db.Pool.QueryRow(ctx, "SELECT "+calendarColumns+" FROM calendars c WHERE c.name = $1", name))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, calendarNotFound(name)
+	if err != nil {
+		return nil, lookupErr(err, calendarNotFound(name), "get calendar")
 	}
-	return c, mapErr(err, "get calendar")
+	return c, nil
 }
 
 // Calendars returns every calendar, by name.
 func (db *DB) Calendars(ctx context.Context) ([]*chronos.Calendar, error) {
 	rows, err := db.Pool.Query(ctx, "SELECT "+calendarColumns+" FROM calendars c ORDER BY c.name")
-	if err != nil {
-		return nil, mapErr(err, "list calendars")
-	}
-	cs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Calendar, error) { return scanCalendar(r) })
-	if err != nil {
-		return nil, mapErr(err, "list calendars")
-	}
-	return cs, nil
+	return collect(rows, err, "list calendars", scanCalendar)
 }
 
 // PutCalendar creates or replaces a calendar (validated: Dates sorted and
@@ -137,12 +130,9 @@ func (db *DB) putCalendar(ctx context.Context, c *chronos.Calendar) (bool, error
 // whose dates changed; old holds it as it was.
 func replanCalendarJobs(ctx context.Context, tx pgx.Tx, name string, old map[string]*chronos.CalendarDays, now time.Time) error {
 	rows, err := tx.Query(ctx, "SELECT job_id FROM job_calendars WHERE calendar = $1 ORDER BY job_id", name)
+	ids, err := collect(rows, err, "put calendar: its jobs", scanOne[int64])
 	if err != nil {
-		return mapErr(err, "put calendar: its jobs")
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return mapErr(err, "put calendar: its jobs")
+		return err
 	}
 	for _, id := range ids {
 		if err := replanJob(ctx, tx, id, old, now); err != nil {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 func putCalendar(t testing.TB, db *sql.DB, name string, dates ...string) *chronos.Calendar {
@@ -24,9 +23,7 @@ func putCalendar(t testing.TB, db *sql.DB, name string, dates ...string) *chrono
 }
 
 func TestCalendarCRUDAndReferences(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	c := &chronos.Calendar{Name: "us-holidays", Description: "US", Dates: []string{"2026-12-25", "2026-01-01", "2026-12-25"}}
 	created, err := db.PutCalendar(ctx, c)
 	if err != nil || !created {
@@ -113,9 +110,7 @@ func runInstants(t testing.TB, db *sql.DB, jobID int64) map[time.Time]int {
 // The materializer skips the occurrences on a calendar date, counted with
 // reason calendar.
 func TestCalendarSkipCounted(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	now := dbNow(t, db)
 	d2 := now.AddDate(0, 0, 2)
 	putCalendar(t, db, "closed", d2.Format("2006-01-02"))
@@ -138,9 +133,7 @@ func TestCalendarSkipCounted(t *testing.T) {
 // A change of a calendar re-plans the runs created ahead of the jobs that
 // name it, by the rule of a PATCH: none lost, none doubled.
 func TestCalendarReplan(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	now := dbNow(t, db)
 	today, tomorrow := now.Format("2006-01-02"), now.AddDate(0, 0, 1).Format("2006-01-02")
 	putCalendar(t, db, "closed")

@@ -59,6 +59,19 @@ func fenceArgs(l Lease, more ...any) []any {
 	return append([]any{l.RunID, l.Worker, l.Attempt, l.ScheduledAt}, more...)
 }
 
+// fenced is the outcome of a write fenced on l's lease that touched n
+// rows: err mapped with what, or ErrLeaseLost when it touched none (the
+// lease is gone), said by lost, a format given l's run and attempt.
+func fenced(l Lease, n int64, err error, what, lost string) error {
+	if err != nil {
+		return mapErr(err, what)
+	}
+	if n == 0 {
+		return fmt.Errorf(lost+": %w", l.RunID, l.Attempt, ErrLeaseLost)
+	}
+	return nil
+}
+
 // claimSQL is one statement: pick, lease and count, then join the jobs.
 // SKIP LOCKED lets concurrent claimers take disjoint runs without waiting.
 // The result is not a NOTIFY: leased rows are not news to anyone.
@@ -244,13 +257,7 @@ func (db *DB) StartAhead(ctx context.Context, l Lease) error {
 	tag, err := db.Pool.Exec(ctx, `
 		UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
 		 WHERE `+fence, fenceArgs(l)...)
-	if err != nil {
-		return mapErr(err, "start run ahead")
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("start run %d attempt %d ahead: %w", l.RunID, l.Attempt, ErrLeaseLost)
-	}
-	return nil
+	return fenced(l, tag.RowsAffected(), err, "start run ahead", "start run %d attempt %d ahead")
 }
 
 // Start marks a leased run running and records the attempt's start.
@@ -259,7 +266,7 @@ func (db *DB) StartAhead(ctx context.Context, l Lease) error {
 // The attempt's row in run_attempts is born here (started_at = now()).
 // Starting twice is harmless: the second finds the row and keeps it.
 func (db *DB) Start(ctx context.Context, l Lease) error {
-	var n int
+	var n int64
 	err := db.Pool.QueryRowIndexWalk(ctx, `
 		WITH started AS (
 			UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
@@ -271,13 +278,7 @@ func (db *DB) Start(ctx context.Context, l Lease) error {
 			ON CONFLICT (run_id, attempt) DO NOTHING
 		)
 		SELECT count(*) FROM started`, fenceArgs(l)...).Scan(&n)
-	if err != nil {
-		return mapErr(err, "start run")
-	}
-	if n == 0 {
-		return fmt.Errorf("start run %d attempt %d: %w", l.RunID, l.Attempt, ErrLeaseLost)
-	}
-	return nil
+	return fenced(l, n, err, "start run", "start run %d attempt %d")
 }
 
 // Renew extends the lease to now()+d. ErrLeaseLost when the lease is gone.
@@ -288,13 +289,7 @@ func (db *DB) Renew(ctx context.Context, l Lease, d time.Duration) error {
 	tag, err := db.Pool.Exec(ctx, `
 		UPDATE job_runs SET leased_until = now() + $5::bigint * interval '1 microsecond'
 		 WHERE `+fence, fenceArgs(l, micros(d))...)
-	if err != nil {
-		return mapErr(err, "renew lease")
-	}
-	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("renew lease of run %d attempt %d: %w", l.RunID, l.Attempt, ErrLeaseLost)
-	}
-	return nil
+	return fenced(l, tag.RowsAffected(), err, "renew lease", "renew lease of run %d attempt %d")
 }
 
 // Release hands a leased or running run back to pending without counting
@@ -307,7 +302,7 @@ func (db *DB) Renew(ctx context.Context, l Lease, d time.Duration) error {
 // that waits behind it (queue_one). Only a request that never reached the
 // wire may be released: one that was sent is a counted attempt.
 func (db *DB) Release(ctx context.Context, l Lease) error {
-	var n int
+	var n int64
 	err := db.Pool.QueryRow(ctx, `
 		WITH freed AS (
 			UPDATE job_runs
@@ -321,11 +316,5 @@ func (db *DB) Release(ctx context.Context, l Lease) error {
 			 WHERE a.run_id = freed.id AND a.attempt = $3
 		)
 		SELECT count(*) FROM freed`, fenceArgs(l)...).Scan(&n)
-	if err != nil {
-		return mapErr(err, "release run")
-	}
-	if n == 0 {
-		return fmt.Errorf("release run %d attempt %d: %w", l.RunID, l.Attempt, ErrLeaseLost)
-	}
-	return nil
+	return fenced(l, n, err, "release run", "release run %d attempt %d")
 }

@@ -9,16 +9,12 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // 8 concurrent claimers over 2,000 pending runs hand out every run
 // exactly once.
 func TestClaimConcurrentExactlyOnce(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	db, ctx, j := parallelJob(t, "0 0 1 1 *")
 	const total = 2000
 	insertPending(t, db, j.ID, total)
 
@@ -68,10 +64,7 @@ func TestClaimConcurrentExactlyOnce(t *testing.T) {
 }
 
 func TestClaimOrderAndAvailability(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	db, ctx, j := parallelJob(t, "0 0 1 1 *")
 	_, err := db.Pool.Exec(ctx, `
 		INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at) VALUES
 		($1, now(), 'manual', now() - interval '1 minute'),
@@ -100,12 +93,7 @@ func TestClaimOrderAndAvailability(t *testing.T) {
 // The whole life of a run, with every fenced write rejected once the
 // lease is someone else's.
 func TestRunLifecycleAndFencing(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("0 0 1 1 *")
-	j.MaxRetries = 1
-	mustCreate(t, db, j)
+	db, ctx, j := parallelJob(t, "0 0 1 1 *", func(j *chronos.Job) { j.MaxRetries = 1 })
 	r, err := db.Trigger(ctx, j.ID)
 	if err != nil || r.Trigger != chronos.TriggerManual || r.Status != chronos.StatusPending {
 		t.Fatalf("trigger: %+v %v", r, err)
@@ -221,12 +209,7 @@ func TestRunLifecycleAndFencing(t *testing.T) {
 
 // A batch mixes live and stale leases; each gets its own fate.
 func TestCompleteBatch(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("0 0 1 1 *")
-	j.MaxRetries = 0
-	mustCreate(t, db, j)
+	db, ctx, j := parallelJob(t, "0 0 1 1 *", func(j *chronos.Job) { j.MaxRetries = 0 })
 	insertPending(t, db, j.ID, 5)
 	got, err := db.Claim(ctx, "w", 5, time.Minute)
 	if err != nil || len(got) != 5 {

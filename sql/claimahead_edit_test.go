@@ -7,7 +7,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // A pause deletes the runs claimed ahead that no worker has started, and
@@ -20,12 +19,7 @@ import (
 // run as ahead of its own start and deleted it: the worker delivered a
 // run that no longer existed (issue 22 item 3).
 func TestPauseKeepsARunClaimedAsDue(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("0 0 0 1 1 *")
-	j.Overlap = chronos.OverlapSkip
-	mustCreate(t, db, j)
+	db, ctx, j := parallelJob(t, "0 0 0 1 1 *", func(j *chronos.Job) { j.Overlap = chronos.OverlapSkip })
 	var (
 		runID int64
 		at    time.Time

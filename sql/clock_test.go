@@ -1,13 +1,11 @@
 package sql_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // TestCompleteOnDatabaseClock: an attempt's and a run's started_at and
@@ -19,9 +17,7 @@ import (
 // the attempt, and no attempt or run finishes before it started. Only the
 // worker's measured duration is kept.
 func TestCompleteOnDatabaseClock(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := context.Background()
+	db, ctx := parallelDB(t)
 	dbNow := func() time.Time {
 		t.Helper()
 		var n time.Time

@@ -2,7 +2,6 @@ package sql_test
 
 import (
 	"bytes"
-	"context"
 	"sync"
 	"testing"
 
@@ -14,9 +13,7 @@ import (
 // cluster secret all get one and the same random value, which later calls
 // return again; another name is another secret.
 func TestClusterSecretIsCreatedOnceAndShared(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	dsn := sqltest.NewURL(t)
+	ctx, dsn := parallelURL(t, sqltest.NewURL)
 	const n = 8
 	got := make([][]byte, n)
 	errs := make([]error, n)

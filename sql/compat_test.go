@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // TestTooOldNeverLeads: when the schema requires a newer binary to lead
@@ -16,14 +15,7 @@ import (
 // queues for it, says why (upgrade), and a leader whose minimum is raised
 // under it fails its next ping, so it steps down.
 func TestTooOldNeverLeads(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
-	ctx := t.Context()
-	db, err := sql.Open(ctx, dsn, "observer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, ctx, dsn := parallelOpen(t, "observer")
 	if err := db.CheckCompat(ctx); err != nil {
 		t.Fatalf("a fresh schema refuses this binary: %v", err)
 	}
@@ -92,9 +84,7 @@ func TestTooOldNeverLeads(t *testing.T) {
 // TestRegisterInstance: an instance's version is recorded and refreshed,
 // and registering returns the schema's minimum.
 func TestRegisterInstance(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	c, err := db.RegisterInstance(ctx, "i-1", "v1.0.0")
 	if err != nil {
 		t.Fatal(err)

@@ -29,12 +29,9 @@ func (db *DB) RecentRuns(ctx context.Context, jobIDs []int64, n int) (map[int64]
 		 CROSS JOIN LATERAL (
 		       SELECT * FROM job_runs WHERE job_id = j.id ORDER BY id DESC LIMIT $2) r
 		 ORDER BY r.job_id, r.id DESC`, jobIDs, n)
+	runs, err := collect(rows, err, "recent runs", scanRun)
 	if err != nil {
-		return nil, mapErr(err, "recent runs")
-	}
-	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Run, error) { return scanRun(r) })
-	if err != nil {
-		return nil, mapErr(err, "recent runs")
+		return nil, err
 	}
 	for _, r := range runs {
 		out[r.JobID] = append(out[r.JobID], r)
@@ -96,20 +93,13 @@ func (db *DB) Overview(ctx context.Context) (*Overview, error) {
 		return nil, mapErr(err, "overview: clock")
 	}
 	o.Now = o.Now.UTC()
+	var (
+		st string
+		n  int64
+	)
 	rows, err := br.Query()
-	if err != nil {
-		return nil, mapErr(err, "overview: active runs")
-	}
-	for rows.Next() {
-		var st string
-		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, mapErr(err, "overview: active runs")
-		}
-		o.Active[chronos.RunStatus(st)] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(err, "overview: active runs")
+	if err := eachRow(rows, err, "overview: active runs", []any{&st, &n}, func() { o.Active[chronos.RunStatus(st)] = n }); err != nil {
+		return nil, err
 	}
 	r, err := scanRun(br.QueryRow())
 	switch {
@@ -118,24 +108,16 @@ func (db *DB) Overview(ctx context.Context) (*Overview, error) {
 	case err != pgx.ErrNoRows:
 		return nil, mapErr(err, "overview: oldest pending run")
 	}
-	rows, err = br.Query()
-	if err != nil {
-		return nil, mapErr(err, "overview: instances")
-	}
 	o.Versions = map[string]string{}
-	for rows.Next() {
-		var name, version string
-		if err := rows.Scan(&name, &version); err != nil {
-			rows.Close()
-			return nil, mapErr(err, "overview: instances")
-		}
+	var name, version string
+	rows, err = br.Query()
+	if err := eachRow(rows, err, "overview: instances", []any{&name, &version}, func() {
 		o.Instances = append(o.Instances, name)
 		if version != "" {
 			o.Versions[name] = version
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(err, "overview: instances")
+	}); err != nil {
+		return nil, err
 	}
 	if err := br.Close(); err != nil {
 		return nil, mapErr(err, "overview")

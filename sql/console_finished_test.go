@@ -1,14 +1,12 @@
 package sql_test
 
 import (
-	"context"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 func TestLagBucketsKeepTheirPrecision(t *testing.T) {
@@ -25,9 +23,7 @@ func TestLagBucketsKeepTheirPrecision(t *testing.T) {
 }
 
 func TestFinishedBetweenCountsByMinuteOutcomeAndLag(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := context.Background()
+	db, ctx := parallelDB(t)
 	j := mustCreate(t, db, cronJob("0 3 * * *"))
 	now, err := db.Now(ctx)
 	if err != nil {
@@ -78,9 +74,7 @@ func TestFinishedBetweenCountsByMinuteOutcomeAndLag(t *testing.T) {
 }
 
 func TestNotesNameTheJobsAndTheNewestRedrives(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := context.Background()
+	db, ctx := parallelDB(t)
 	j := mustCreate(t, db, cronJob("0 3 * * *"))
 	var dead, other int64
 	if err := db.Pool.QueryRow(ctx, `INSERT INTO job_runs (job_id, scheduled_at, trigger, status, attempt_count, finished_at)

@@ -48,37 +48,18 @@ func (db *DB) Notes(ctx context.Context, runs []*chronos.Run) (*RunNotes, error)
 	          WHERE redrive_of = ANY($1::bigint[]) ORDER BY redrive_of, id DESC`, runIDs)
 	br := db.Pool.SendBatch(ctx, b)
 	defer br.Close()
+	var (
+		id, of int64
+		name   string
+		ref    RedriveRef
+	)
 	rows, err := br.Query()
-	if err != nil {
-		return nil, mapErr(err, "run notes: job names")
-	}
-	for rows.Next() {
-		var id int64
-		var name string
-		if err := rows.Scan(&id, &name); err != nil {
-			rows.Close()
-			return nil, mapErr(err, "run notes: job names")
-		}
-		n.JobNames[id] = name
-	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(err, "run notes: job names")
+	if err := eachRow(rows, err, "run notes: job names", []any{&id, &name}, func() { n.JobNames[id] = name }); err != nil {
+		return nil, err
 	}
 	rows, err = br.Query()
-	if err != nil {
-		return nil, mapErr(err, "run notes: redrives")
-	}
-	for rows.Next() {
-		var of int64
-		var ref RedriveRef
-		if err := rows.Scan(&of, &ref.ID, &ref.Status); err != nil {
-			rows.Close()
-			return nil, mapErr(err, "run notes: redrives")
-		}
-		n.Redrives[of] = ref
-	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(err, "run notes: redrives")
+	if err := eachRow(rows, err, "run notes: redrives", []any{&of, &ref.ID, &ref.Status}, func() { n.Redrives[of] = ref }); err != nil {
+		return nil, err
 	}
 	if err := br.Close(); err != nil {
 		return nil, mapErr(err, "run notes")

@@ -19,6 +19,17 @@ const (
 	maxLimit     = 500
 )
 
+// cutPage trims rows, fetched with a LIMIT of limit+1, to the page and
+// returns the cursor of the next page: "" when that one row more is not
+// there, so the last page never hands out a cursor to an empty page.
+func cutPage[T any](rows []T, limit int, id func(T) int64) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	return rows, encodeCursor(id(rows[limit-1]))
+}
+
 func encodeCursor(id int64) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + strconv.FormatInt(id, 10)))
 }

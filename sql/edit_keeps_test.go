@@ -7,7 +7,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // windowEdits are PATCHes of exclude, starts_at and ends_at that keep a
@@ -56,36 +55,18 @@ func TestEditKeepsJitteredOccurrences(t *testing.T) {
 	t.Parallel()
 	for name, u := range windowEdits() {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			db := sqltest.New(t)
-			ctx := t.Context()
+			db, ctx := parallelDB(t)
 			// The leader created its run just before the instant.
 			j, at := jitteredPastOccurrence(t, db)
 			if res, err := db.Materialize(ctx, at.Add(-time.Second), 2*time.Second, 10); err != nil || res.Created != 1 {
 				t.Fatalf("materialized %+v (%v), want the one run", res, err)
-			}
-			runs := func() map[time.Time]int {
-				rows, err := db.Pool.Query(ctx, `SELECT scheduled_at FROM job_runs WHERE job_id = $1`, j.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer rows.Close()
-				got := map[time.Time]int{}
-				for rows.Next() {
-					var at time.Time
-					if err := rows.Scan(&at); err != nil {
-						t.Fatal(err)
-					}
-					got[at.UTC()]++
-				}
-				return got
 			}
 			passed := []time.Time{at}
 
 			if _, err := db.UpdateJob(ctx, j.ID, u); err != nil {
 				t.Fatal(err)
 			}
-			after := runs()
+			after := runInstants(t, db, j.ID)
 			for _, at := range passed {
 				if after[at] != 1 {
 					t.Errorf("the occurrence at %s (passed, its jittered run not yet due) has %d runs after the edit, want 1",
@@ -97,7 +78,7 @@ func TestEditKeepsJitteredOccurrences(t *testing.T) {
 			if _, err := db.Materialize(ctx, time.Time{}, 10*time.Second, 100); err != nil {
 				t.Fatal(err)
 			}
-			if got := runs(); len(got) != 1 || got[at] != 1 {
+			if got := runInstants(t, db, j.ID); len(got) != 1 || got[at] != 1 {
 				t.Errorf("runs after materializing again: %v, want one at %s", got, at.Format(time.RFC3339))
 			}
 			stored, err := db.Job(ctx, j.ID)
@@ -116,9 +97,7 @@ func TestEditKeepsJitteredOccurrences(t *testing.T) {
 // run but had none (the old plan excluded it) is still created. Before,
 // next_run_at jumped past the last kept run and that occurrence was lost.
 func TestEditGoesOnFromNewPlansNextOccurrence(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	// Daily at noon, tomorrow excluded; runs created three days ahead.
 	now := dbNow(t, db)
 	tomorrow := time.Date(now.Year(), now.Month(), now.Day()+1, 12, 0, 0, 0, time.UTC)
@@ -174,9 +153,7 @@ func TestEditKeepsJitteredOccurrenceNotYetCreated(t *testing.T) {
 	t.Parallel()
 	for name, u := range windowEdits() {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			db := sqltest.New(t)
-			ctx := t.Context()
+			db, ctx := parallelDB(t)
 			j, at := jitteredPastOccurrence(t, db) // due, not materialized
 
 			if _, err := db.UpdateJob(ctx, j.ID, u); err != nil {

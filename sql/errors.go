@@ -86,6 +86,15 @@ func mapErr(err error, what string) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
+// lookupErr is the error of a read of one row: notFound when there is
+// none, otherwise err mapped with what (mapErr).
+func lookupErr(err error, notFound error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound
+	}
+	return mapErr(err, what)
+}
+
 // pgCode is the SQLSTATE of a Postgres error, or "".
 func pgCode(err error) string {
 	var pe *pgconn.PgError

@@ -8,7 +8,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // The claim walks job_runs_claimable_idx in claim order and stops after n
@@ -17,10 +16,7 @@ import (
 // 40,000 due runs, and the planner picked one when the job's conditions
 // were a join.
 func TestClaimWalksTheClaimableIndex(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	one := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	db, ctx, one := parallelJob(t, "0 0 1 1 *")
 	insertPending(t, db, one.ID, 20000)
 	// And many one-shot jobs with one run each, as a burst has.
 	if _, err := db.Pool.Exec(ctx, `
@@ -56,10 +52,7 @@ var claimableScan = regexp.MustCompile(`Index Scan using job_runs\w*_(claimable_
 // holds; an attempt that Start recorded stays a run_attempts row, shown
 // once.
 func TestFirstAttemptRecordedOnTheRun(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	db, ctx, j := parallelJob(t, "0 0 1 1 *")
 	insertPending(t, db, j.ID, 2)
 
 	quick := claimOne(t, db, "w-quick", time.Minute)
@@ -111,10 +104,7 @@ func TestFirstAttemptRecordedOnTheRun(t *testing.T) {
 // ClaimAhead takes a run due within ahead, after the due ones, and says
 // how long until its instant; a plain Claim leaves it.
 func TestClaimAheadTakesRunsDueWithinIt(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	db, ctx, j := parallelJob(t, "0 0 1 1 *")
 	var soon, later, due int64
 	if err := db.Pool.QueryRow(ctx, `
 		WITH s AS (INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)

@@ -3,15 +3,62 @@ package sql_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 func ptr[T any](v T) *T { return &v }
+
+// parallelDB marks t parallel and returns a fresh database of its own and
+// the test's context: the opening of almost every test here.
+func parallelDB(t *testing.T) (*sql.DB, context.Context) {
+	t.Helper()
+	t.Parallel()
+	return sqltest.New(t), t.Context()
+}
+
+// parallelOpen is parallelDB for a test that also needs the database's
+// DSN (for connections of its own): sql.Open as instance, closed at
+// cleanup.
+func parallelOpen(t *testing.T, instance string) (*sql.DB, context.Context, string) {
+	t.Helper()
+	ctx, dsn := parallelURL(t, sqltest.NewURL)
+	db, err := sql.Open(ctx, dsn, instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db, ctx, dsn
+}
+
+// parallelURL marks t parallel and returns its context and the DSN of a
+// fresh database of its own: newURL is sqltest.NewURL (migrated) or
+// sqltest.NewEmptyURL (for the tests of migrations).
+func parallelURL(t *testing.T, newURL func(testing.TB) string) (context.Context, string) {
+	t.Helper()
+	t.Parallel()
+	return t.Context(), newURL(t)
+}
+
+// parallelJob is parallelDB with one job on expr created in it (cronJob),
+// after set has changed it.
+func parallelJob(t *testing.T, expr string, set ...func(*chronos.Job)) (*sql.DB, context.Context, *chronos.Job) {
+	t.Helper()
+	db, ctx := parallelDB(t)
+	j := cronJob(expr)
+	for _, f := range set {
+		f(j)
+	}
+	return db, ctx, mustCreate(t, db, j)
+}
 
 // jobSeq numbers test jobs: names are unique.
 var jobSeq atomic.Int64
@@ -24,6 +71,12 @@ func cronJob(expr string) *chronos.Job {
 	}
 	j.ApplyDefaults()
 	return j
+}
+
+// dbNow reads the database's clock (sqltest.Now).
+func dbNow(t testing.TB, db *sql.DB) time.Time {
+	t.Helper()
+	return sqltest.Now(t, db)
 }
 
 func mustCreate(t testing.TB, db *sql.DB, j *chronos.Job) *chronos.Job {
@@ -84,6 +137,21 @@ func claimOne(t testing.TB, db *sql.DB, worker string, lease time.Duration) sql.
 		t.Fatalf("claimed %d runs, want 1", len(c))
 	}
 	return c[0]
+}
+
+// explain returns the plan (EXPLAIN, not run) of stmt as query plans it:
+// db.Pool.Query, or db.Pool.QueryIndexWalk with the claim's settings.
+func explain(t testing.TB, query func(context.Context, string, ...any) (pgx.Rows, error), stmt string, args ...any) string {
+	t.Helper()
+	rows, err := query(t.Context(), "EXPLAIN "+stmt, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func wantCode(t testing.TB, err error, code string) {

@@ -480,16 +480,13 @@ func (db *DB) SweepHosts(ctx context.Context, cooldown time.Duration) (SweepResu
 		  FROM hosts WHERE held_until > now()
 		 ORDER BY origin
 		   FOR UPDATE SKIP LOCKED`)
-	if err != nil {
-		return res, mapErr(err, "sweep hosts")
-	}
-	hs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (held, error) {
+	hs, err := collect(rows, err, "sweep hosts", func(r scanner) (held, error) {
 		var h held
 		err := r.Scan(&h.origin, &h.open, &h.openUntil, &h.probe, &h.until, &h.now)
 		return h, err
 	})
 	if err != nil {
-		return res, mapErr(err, "sweep hosts")
+		return res, err
 	}
 	res.Held = len(hs)
 	for _, h := range hs {

@@ -70,9 +70,7 @@ func jobsOf(cs []sql.Claimed) map[int64]int {
 // deferred run keeps its attempt count, and the claim does not take any
 // of them until the deferral ends.
 func TestDeferHoldsOriginKeepsAttempts(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	bad := hostJob(t, db, "http://127.0.0.1:9/a", 1)
 	badToo := hostJob(t, db, "http://127.0.0.1:9/b?x=1", 3)
 	good := hostJob(t, db, "http://127.0.0.1:10/a", 2)
@@ -161,9 +159,7 @@ func TestDeferHoldsOriginKeepsAttempts(t *testing.T) {
 // sweep picks one probe, which alone goes after the cooldown; its failure
 // reopens the breaker, its success closes it and the other runs go.
 func TestBreakerOpensProbesCloses(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	bad := hostJob(t, db, "http://127.0.0.1:9/hook", 4)
 	good := hostJob(t, db, "http://127.0.0.1:10/hook", 1)
 	origin := chronos.Origin(bad.TargetURL)

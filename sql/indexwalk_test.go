@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // TestDeliveryPathWalksIndexesOnStaleStatistics: the claim and the
@@ -23,9 +20,7 @@ import (
 // (Sorting is left allowed: with sorts off the planner's choices inside
 // the statement's triggers made a claim take seconds.)
 func TestDeliveryPathWalksIndexesOnStaleStatistics(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	job := jobWithPartitions(t, db)
 	// Statistics of a quiet hour (a history of finished runs), then no
 	// analyze: stale, as in a burst.
@@ -52,25 +47,12 @@ func TestDeliveryPathWalksIndexesOnStaleStatistics(t *testing.T) {
 		  FROM generate_series(1, 20000) g`, job.ID); err != nil {
 		t.Fatal(err)
 	}
-	explain := func(stmt string, args ...any) string {
-		t.Helper()
-		rows, err := db.Pool.QueryIndexWalk(ctx, "EXPLAIN "+stmt, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
-	}
-
-	claim := explain(sql.ClaimSQLForTest, "w", 100, int64(30e6), int64(0))
+	claim := explain(t, db.Pool.QueryIndexWalk, sql.ClaimSQLForTest, "w", 100, int64(30e6), int64(0))
 	if strings.Contains(claim, "Bitmap") {
 		t.Errorf("the claim plans a bitmap scan of the due runs:\n%s", claim)
 	}
 	ids, now := []int64{1, 2, 3}, time.Now()
-	complete := explain(sql.CompleteSQLForTest, ids, []string{"w", "w", "w"}, []int32{1, 1, 1},
+	complete := explain(t, db.Pool.QueryIndexWalk, sql.CompleteSQLForTest, ids, []string{"w", "w", "w"}, []int32{1, 1, 1},
 		[]bool{true, true, true}, []*int32{nil, nil, nil}, []*string{nil, nil, nil}, []*string{nil, nil, nil},
 		[]int64{0, 0, 0}, []*int64{nil, nil, nil}, []bool{false, false, false}, []time.Time{now, now, now})
 	if strings.Contains(complete, "Bitmap") {
@@ -87,7 +69,7 @@ func TestDeliveryPathWalksIndexesOnStaleStatistics(t *testing.T) {
 	if err := db.Pool.QueryRow(ctx, "SELECT id, scheduled_at FROM job_runs WHERE status = 'pending' LIMIT 1").Scan(&run.id, &run.at); err != nil {
 		t.Fatal(err)
 	}
-	renew := explain("UPDATE job_runs SET leased_until = now() WHERE "+sql.FenceForTest, run.id, "w", 1, run.at)
+	renew := explain(t, db.Pool.QueryIndexWalk, "UPDATE job_runs SET leased_until = now() WHERE "+sql.FenceForTest, run.id, "w", 1, run.at)
 	if n := len(partitionsIn(renew)); n != 1 {
 		t.Errorf("a fenced write of one run scans %d partitions, want 1:\n%s", n, renew)
 	}
@@ -119,9 +101,7 @@ func partitionsIn(plan string) map[string]bool {
 // burst's real counts, and the claim then takes the first due runs by an
 // ordered walk of the claimable index instead of sorting them all.
 func TestAnalyzeChangedTablesAfterABurst(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	job := jobWithPartitions(t, db)
 	if _, err := db.Pool.Exec(ctx, "ANALYZE job_runs"); err != nil {
 		t.Fatal(err)
@@ -167,15 +147,7 @@ func TestAnalyzeChangedTablesAfterABurst(t *testing.T) {
 		t.Fatalf("%s: last_analyze %v (%v), want set", partition, last, err)
 	}
 
-	rows, err := db.Pool.QueryIndexWalk(ctx, "EXPLAIN "+sql.ClaimSQLForTest, "w", 100, int64(30e6), int64(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	claim := strings.Join(lines, "\n")
+	claim := explain(t, db.Pool.QueryIndexWalk, sql.ClaimSQLForTest, "w", 100, int64(30e6), int64(0))
 	// The picked CTE's plan: up to the next CTE's.
 	picked := claim[strings.Index(claim, "CTE picked"):]
 	picked = picked[:strings.Index(picked[1:], "CTE ")+1]

@@ -99,11 +99,8 @@ func payloadArg(p json.RawMessage) any {
 // Job returns one job, or ENOTFOUND.
 func (db *DB) Job(ctx context.Context, id int64) (*chronos.Job, error) {
 	j, err := scanJob(db.Pool.QueryRow(ctx, "SELECT "+jobColumns+" FROM jobs WHERE id = $1", id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, jobNotFound(id)
-	}
 	if err != nil {
-		return nil, mapErr(err, "get job")
+		return nil, lookupErr(err, jobNotFound(id), "get job")
 	}
 	if err := attachCalendars(ctx, db.Pool, []*chronos.Job{j}, nil); err != nil {
 		return nil, err
@@ -146,13 +143,7 @@ func (db *DB) Jobs(ctx context.Context, f JobFilter) ([]*chronos.Job, string, er
 	if err != nil {
 		return nil, "", err
 	}
-	// One row more than the page says whether there is a next one, so the
-	// last page never hands out a cursor to an empty page.
-	next := ""
-	if len(jobs) > limit {
-		jobs = jobs[:limit]
-		next = encodeCursor(jobs[limit-1].ID)
-	}
+	jobs, next := cutPage(jobs, limit, func(j *chronos.Job) int64 { return j.ID })
 	return jobs, next, nil
 }
 

@@ -10,17 +10,13 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // TestCreatesCoalesce: creates that arrive while the writers are busy are
 // written together, in one batch, and a taken name (by a stored job or by
 // another create of the same batch) fails that create only.
 func TestCreatesCoalesce(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	taken := mustCreate(t, db, cronJob("*/5 * * * *"))
+	db, ctx, taken := parallelJob(t, "*/5 * * * *")
 	before, _ := sql.CreateStats(db)
 
 	// Hold the writers: job_audit, which every create writes, is locked.
@@ -136,10 +132,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // TestCreateJobsAllOrNothing: a batch with an invalid job, or a name
 // taken, creates nothing and names each failing job by its index.
 func TestCreateJobsAllOrNothing(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	stored := mustCreate(t, db, cronJob("*/5 * * * *"))
+	db, ctx, stored := parallelJob(t, "*/5 * * * *")
 
 	batch := []*chronos.Job{cronJob("*/5 * * * *"), cronJob("*/5 * * * *"), cronJob("*/5 * * * *")}
 	batch[1].CronExpr = ptr("not a cron")
@@ -186,10 +179,7 @@ func TestCreateJobsAllOrNothing(t *testing.T) {
 // after a crash (past the old 5-minute "abandoned" window) replays it and
 // never runs again.
 func TestIdempotencyKeyInWriteTransaction(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("*/5 * * * *"))
+	db, ctx, j := parallelJob(t, "*/5 * * * *")
 	runs := func() int {
 		var n int
 		if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM job_runs WHERE job_id = $1", j.ID).Scan(&n); err != nil {

@@ -12,14 +12,11 @@ import (
 )
 
 func TestJobCRUD(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("*/5 * * * *")
-	j.Headers = map[string]string{"X-Env": "prod"}
-	j.Payload = json.RawMessage(`{"b": 1,  "a": [2]}`)
-	j.Timezone = "Europe/Berlin"
-	mustCreate(t, db, j)
+	db, ctx, j := parallelJob(t, "*/5 * * * *", func(j *chronos.Job) {
+		j.Headers = map[string]string{"X-Env": "prod"}
+		j.Payload = json.RawMessage(`{"b": 1,  "a": [2]}`)
+		j.Timezone = "Europe/Berlin"
+	})
 	if j.ID == 0 || j.NextRunAt == nil || j.CreatedAt.IsZero() {
 		t.Fatalf("create did not fill id/next/created: %+v", j)
 	}
@@ -95,10 +92,7 @@ func TestCreateJobInvalid(t *testing.T) {
 }
 
 func TestDisableDropsPreCreatedRuns(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("* * * * * *"))
+	db, ctx, j := parallelJob(t, "* * * * * *")
 	now := time.Now()
 	setNextRunAt(t, db, j.ID, ptr(now.Add(30*time.Second).Truncate(time.Second)))
 	res, err := db.Materialize(ctx, now, time.Minute, 10)
@@ -114,12 +108,7 @@ func TestDisableDropsPreCreatedRuns(t *testing.T) {
 }
 
 func TestOneShotReenableDoesNotFireTwice(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("")
-	j.RunAt = ptr(time.Now().Add(-time.Minute))
-	mustCreate(t, db, j)
+	db, ctx, j := parallelJob(t, "", func(j *chronos.Job) { j.RunAt = ptr(time.Now().Add(-time.Minute)) })
 	if res, err := db.Materialize(ctx, time.Now(), 0, 10); err != nil || res.Created != 1 {
 		t.Fatalf("materialize: %+v %v", res, err)
 	}
@@ -139,9 +128,7 @@ func TestOneShotReenableDoesNotFireTwice(t *testing.T) {
 // can be paused, renamed, re-enabled and moved to another zone (no next
 // run); only a new cron_expr, as at create, must fire again.
 func TestUpdateEndedCronJob(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	wantCode(t, db.CreateJob(ctx, cronJob("0 0 1 1 * 2020")), chronos.EINVALID)
 	j := mustCreate(t, db, cronJob("0 0 1 1 * 2099"))
 	// Its last occurrence has fired since.
@@ -174,9 +161,7 @@ func TestUpdateEndedCronJob(t *testing.T) {
 // Walk every job exactly once, in order, while jobs are created and
 // deleted concurrently; filters and caps hold.
 func TestJobsCursorWalk(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	var ids []int64
 	for i := range 120 {
 		j := cronJob("0 * * * *")

@@ -274,12 +274,9 @@ func (db *DB) queryJobs(ctx context.Context, q string, args []any) ([]*chronos.J
 		}
 	}
 	rows, err := db.Pool.Query(ctx, q, args...)
+	jobs, err := collect(rows, err, "list jobs", scanJob)
 	if err != nil {
-		return nil, mapErr(err, "list jobs")
-	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanJob(r) })
-	if err != nil {
-		return nil, mapErr(err, "list jobs")
+		return nil, err
 	}
 	if err := attachCalendars(ctx, db.Pool, jobs, nil); err != nil {
 		return nil, err

@@ -15,7 +15,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // oracle is what a search must return: every job, in id order, that the
@@ -91,9 +90,7 @@ func walkAll(t *testing.T, db *sql.DB, f sql.JobFilter, limit, pages int) []int6
 // a walk's budget, with matches dense, sparse and absent, names and
 // descriptions in mixed case and with LIKE's special characters.
 func TestSearchMatchesThePlainFilters(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := context.Background()
+	db, ctx := parallelDB(t)
 	// 40,000 jobs in one statement (the insert trigger copies them in two);
 	// a rare word every 9,973 jobs, a special one every 2,500.
 	if _, err := db.Pool.Exec(ctx, `

@@ -8,18 +8,10 @@ import (
 
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
-	"github.com/jackc/pgx/v5"
 )
 
 func TestLeaderLock(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
-	ctx := t.Context()
-	db, err := sql.Open(ctx, dsn, "observer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, ctx, dsn := parallelOpen(t, "observer")
 	a, err := sql.ConnectLeader(ctx, dsn, "instance-a")
 	if err != nil {
 		t.Fatal(err)
@@ -92,19 +84,8 @@ func TestLeaderLock(t *testing.T) {
 }
 
 func TestAnnounceResignation(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
-	ctx := t.Context()
-	db, err := sql.Open(ctx, dsn, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	l, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(context.Background())
+	db, ctx, dsn := parallelOpen(t, "x")
+	l := sqltest.Connect(t, ctx, dsn)
 	if _, err := l.Exec(ctx, "LISTEN chronos_leader"); err != nil {
 		t.Fatal(err)
 	}

@@ -76,11 +76,8 @@ func (db *DB) PutLimit(ctx context.Context, l *chronos.Limit) (created bool, err
 // Limit returns one limit with its state, or ENOTFOUND.
 func (db *DB) Limit(ctx context.Context, key string) (*chronos.Limit, error) {
 	l, err := scanLimit(db.Pool.QueryRow(ctx, "SELECT "+limitColumns+" FROM limits l WHERE l.key = $1", key))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, limitNotFound(key)
-	}
 	if err != nil {
-		return nil, mapErr(err, "get limit")
+		return nil, lookupErr(err, limitNotFound(key), "get limit")
 	}
 	return l, nil
 }
@@ -89,14 +86,7 @@ func (db *DB) Limit(ctx context.Context, key string) (*chronos.Limit, error) {
 // keys are declared by operators, so there are few.
 func (db *DB) Limits(ctx context.Context) ([]*chronos.Limit, error) {
 	rows, err := db.Pool.Query(ctx, "SELECT "+limitColumns+" FROM limits l ORDER BY l.key")
-	if err != nil {
-		return nil, mapErr(err, "list limits")
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*chronos.Limit, error) { return scanLimit(row) })
-	if err != nil {
-		return nil, mapErr(err, "list limits")
-	}
-	return out, nil
+	return collect(rows, err, "list limits", scanLimit)
 }
 
 // DeleteLimit deletes a limit no job names; ECONFLICT while one does,
@@ -160,12 +150,9 @@ func (db *DB) ReleaseLimitedRuns(ctx context.Context) (int, error) {
 // that starts after the lock is taken, so it sees every committed lease.
 func (db *DB) RecountLimits(ctx context.Context) ([]string, error) {
 	rows, err := db.Pool.Query(ctx, "SELECT key FROM limits ORDER BY key")
+	keys, err := collect(rows, err, "recount limits", scanOne[string])
 	if err != nil {
-		return nil, mapErr(err, "recount limits")
-	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, mapErr(err, "recount limits")
+		return nil, err
 	}
 	var fixed []string
 	for _, k := range keys {
@@ -246,12 +233,9 @@ func checkLimitKeys(ctx context.Context, q querier, jobs []preparedJob, errs map
 		return nil
 	}
 	rows, err := q.Query(ctx, "SELECT key FROM limits WHERE key = ANY($1)", keys)
+	found, err := collect(rows, err, "check limit keys", scanOne[string])
 	if err != nil {
-		return mapErr(err, "check limit keys")
-	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return mapErr(err, "check limit keys")
+		return err
 	}
 	known := make(map[string]bool, len(found))
 	for _, k := range found {

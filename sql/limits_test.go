@@ -11,7 +11,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // putLimit declares a limit or fails the test.
@@ -50,9 +49,7 @@ func succeed(t testing.TB, db *sql.DB, cs []sql.Claimed) {
 // every run is delivered exactly once; runs of an unlimited job beside
 // them are claimed at once, whatever waits on the key.
 func TestLimitConcurrencyNeverExceeded(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	putLimit(t, db, "api.example", ptr(5), nil, nil)
 	for range 3 {
 		j := limitedJob(t, db, "api.example")
@@ -189,9 +186,7 @@ func limitState(t testing.TB, db *sql.DB, key string) (inFlight, active, held in
 // job's runs due after them, and a completion releases exactly one held
 // run for the slot it freed.
 func TestLimitHoldsRunsOutOfTheWalk(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	putLimit(t, db, "one", ptr(1), nil, nil)
 	j := limitedJob(t, db, "one")
 	insertPending(t, db, j.ID, 2000)
@@ -247,9 +242,7 @@ func TestLimitHoldsRunsOutOfTheWalk(t *testing.T) {
 // at most 20 + 20/s runs start, and the leader's release lets the held
 // ones go as tokens refill.
 func TestLimitRateHolds(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	putLimit(t, db, "rate", nil, ptr(20), ptr(1))
 	j := limitedJob(t, db, "rate")
 	insertPending(t, db, j.ID, 500)
@@ -287,9 +280,7 @@ func TestLimitRateHolds(t *testing.T) {
 // lease and a deleted job each give their slot back; raising the limit
 // releases held runs at once; deleting a limit releases what it held.
 func TestLimitCountsEveryExit(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	putLimit(t, db, "k", ptr(2), nil, nil)
 	j := limitedJob(t, db, "k")
 	insertPending(t, db, j.ID, 10)

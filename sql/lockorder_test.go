@@ -9,7 +9,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // The claim locks a run, then (inserting the job's overlap lock row,
@@ -29,13 +28,10 @@ func TestAPIWriteDoesNotDeadlockWithClaim(t *testing.T) {
 	t.Parallel()
 	for _, op := range []string{"patch", "delete"} {
 		t.Run(op, func(t *testing.T) {
-			t.Parallel()
-			db := sqltest.New(t)
-			ctx := t.Context()
-			j := cronJob("0 0 1 1 *")
-			j.Overlap = chronos.OverlapQueueOne
-			j.StartsAt = ptr(time.Now().Add(-time.Hour).UTC().Truncate(time.Second))
-			mustCreate(t, db, j)
+			db, ctx, j := parallelJob(t, "0 0 1 1 *", func(j *chronos.Job) {
+				j.Overlap = chronos.OverlapQueueOne
+				j.StartsAt = ptr(time.Now().Add(-time.Hour).UTC().Truncate(time.Second))
+			})
 			var runID int64
 			// A run created ahead: the PATCH's dropRunsAhead locks it.
 			err := db.Pool.QueryRow(ctx, `
@@ -118,12 +114,7 @@ func waitForLockWaiter(t *testing.T, db *sql.DB, done <-chan error) {
 // window and finally deletes it: no party gets an error (a deadlock was a
 // 500 for the API, or a failed claim or completion for the worker).
 func TestAPIWritesRaceClaimsAndMaterializer(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("* * * * * *")
-	j.Overlap = chronos.OverlapQueueOne
-	mustCreate(t, db, j)
+	db, ctx, j := parallelJob(t, "* * * * * *", func(j *chronos.Job) { j.Overlap = chronos.OverlapQueueOne })
 	stop := make(chan struct{})
 	errs := make(chan error, 3)
 	loop := func(what string, f func() error) {

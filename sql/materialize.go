@@ -157,12 +157,9 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	horizon := now.Add(max(lookahead, 0))
 
 	rows, err := tx.Query(ctx, dueJobsSQL, now, horizon, batch)
+	jobs, err := collect(rows, err, "materialize: select due jobs", scanSchedule)
 	if err != nil {
-		return res, mapErr(err, "materialize: select due jobs")
-	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanSchedule(r) })
-	if err != nil {
-		return res, mapErr(err, "materialize: select due jobs")
+		return res, err
 	}
 	res.Jobs = len(jobs)
 	if err := attachCalendars(ctx, tx, jobs, nil); err != nil {
@@ -210,12 +207,9 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 			  FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[], $4::timestamptz[]) AS v(job_id, at, catch_up, fire_at)
 			ON CONFLICT (job_id, scheduled_at) WHERE trigger = 'schedule' DO NOTHING
 			RETURNING `+runColumns, runJobs, runAt, runCatch, runFire)
+		res.Runs, err = collect(rows, err, "materialize: insert runs", scanRun)
 		if err != nil {
-			return res, mapErr(err, "materialize: insert runs")
-		}
-		res.Runs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Run, error) { return scanRun(r) })
-		if err != nil {
-			return res, mapErr(err, "materialize: insert runs")
+			return res, err
 		}
 		res.Created = len(res.Runs)
 		for _, r := range res.Runs {
@@ -426,12 +420,9 @@ func reschedule(ctx context.Context, tx pgx.Tx, now time.Time, batch int) error 
 		 WHERE s.enabled AND s.cron AND s.next_run_at IS NULL AND j.cron_expr IS NOT NULL AND j.ends_at IS NULL
 		 ORDER BY s.job_id LIMIT $1
 		   FOR UPDATE OF s SKIP LOCKED`, batch)
+	jobs, err := collect(rows, err, "materialize: select unscheduled jobs", scanSchedule)
 	if err != nil {
-		return mapErr(err, "materialize: select unscheduled jobs")
-	}
-	jobs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Job, error) { return scanSchedule(r) })
-	if err != nil {
-		return mapErr(err, "materialize: select unscheduled jobs")
+		return err
 	}
 	if err := attachCalendars(ctx, tx, jobs, nil); err != nil {
 		return err

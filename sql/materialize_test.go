@@ -7,7 +7,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 func countRuns(t testing.TB, db *sql.DB, jobID int64) (total, catchUp int) {
@@ -21,9 +20,7 @@ func countRuns(t testing.TB, db *sql.DB, jobID int64) (total, catchUp int) {
 
 // Two materializers at once (two leaders) never create a run twice.
 func TestMaterializeConcurrentIdempotent(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	now := time.Now().UTC().Truncate(time.Second)
 	var ids []int64
 	for range 40 {
@@ -72,9 +69,7 @@ func TestMaterializeConcurrentIdempotent(t *testing.T) {
 }
 
 func TestMaterializeCatchUpAfterGap(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	now := time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC)
 	j := mustCreate(t, db, cronJob("* * * * *"))
 	setNextRunAt(t, db, j.ID, ptr(now.Add(-3*time.Hour-30*time.Second))) // 180 occurrences missed
@@ -110,9 +105,7 @@ func TestMaterializeCatchUpAfterGap(t *testing.T) {
 }
 
 func TestMaterializeOneShotOnce(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	now := time.Now().UTC()
 	j := cronJob("")
 	j.RunAt = ptr(now.Add(500 * time.Millisecond).Truncate(time.Millisecond))
@@ -138,9 +131,7 @@ func TestMaterializeOneShotOnce(t *testing.T) {
 }
 
 func TestMaterializeOverlapQueueOne(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	now := time.Now().UTC().Truncate(time.Second)
 	j := cronJob("* * * * * *")
 	j.Overlap = chronos.OverlapQueueOne
@@ -171,10 +162,7 @@ func TestMaterializeOverlapQueueOne(t *testing.T) {
 
 // An enabled cron job with no next_run_at gets one again.
 func TestMaterializeUnsticksNullNextRunAt(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("* * * * * *"))
+	db, ctx, j := parallelJob(t, "* * * * * *")
 	setNextRunAt(t, db, j.ID, nil)
 	now := time.Now().UTC()
 	if _, err := db.Materialize(ctx, now, 0, 10); err != nil {

@@ -63,11 +63,7 @@ func TestMigrationBlocks(t *testing.T) {
 	if err := sql.MigrateFSForTest(ctx, dsn, upTo(files, 1), quiet); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := sqltest.Connect(t, ctx, dsn)
 	seedStart := time.Now()
 	seedRuns(t, conn, n)
 	t.Logf("seeded %d runs at migration 1 in %s", n, time.Since(seedStart).Round(time.Millisecond))
@@ -89,18 +85,14 @@ func TestMigrationBlocks(t *testing.T) {
 	wg.Go(func() { w.run(wctx, w.update) })
 	defer func() { stop(); wg.Wait() }()
 	// What a slow write waits for: pg_stat_activity sampled.
-	sampler, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sampler.Close(context.Background())
+	sampler := sqltest.Connect(t, ctx, dsn)
 	waits := &waitSampler{}
 	sctx, stopSampler := context.WithCancel(ctx)
 	var sg sync.WaitGroup
 	sg.Go(func() { waits.run(sctx, sampler) })
 	defer func() { stopSampler(); sg.Wait() }()
 	baseStart := time.Now()
-	waitUntil(t, 30*time.Second, func() bool { return w.count() >= 200 })
+	waitUntil(t, 30*time.Second, func() bool { n, _, _ := w.tally(); return n >= 200 })
 	time.Sleep(time.Second)
 	baseline := w.longest(baseStart, time.Now())
 
@@ -127,15 +119,13 @@ func TestMigrationBlocks(t *testing.T) {
 	}
 	stop()
 	wg.Wait()
-	if err := w.firstErr(); err != nil {
+	writes, deadlocks, err := w.tally()
+	if err != nil {
 		t.Errorf("a write failed: %v", err)
 	}
 	var sb strings.Builder
-	w.mu.Lock()
-	deadlocks := w.deadlocks
-	w.mu.Unlock()
 	fmt.Fprintf(&sb, "%d runs; baseline longest write %s; %d writes, %d lost a deadlock (retried)\n",
-		n, baseline.Round(time.Millisecond), w.count(), deadlocks)
+		n, baseline.Round(time.Millisecond), writes, deadlocks)
 	fmt.Fprintf(&sb, "%-36s %10s %14s  %s\n", "migration", "took", "longest write", "(the longest wait sampled: for what, behind what)")
 	worst := result{}
 	for _, r := range results {
@@ -267,16 +257,12 @@ func (w *blockWriters) run(ctx context.Context, write func(context.Context) erro
 	}
 }
 
-func (w *blockWriters) count() int {
+// tally is what the writers did so far: the writes, the deadlocks lost
+// (retried) and the first error.
+func (w *blockWriters) tally() (writes, deadlocks int, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return len(w.writes)
-}
-
-func (w *blockWriters) firstErr() error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.err
+	return len(w.writes), w.deadlocks, w.err
 }
 
 // longest is the longest write that overlapped [from, to].

@@ -1,7 +1,6 @@
 package sql_test
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -16,9 +15,7 @@ import (
 // oldest job, renames the later ones <name>-<id> (never onto a name that
 // is taken), reports each rename as a NOTICE, and then names are unique.
 func TestMigrationRenamesDuplicateNames(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	dsn := sqltest.NewEmptyURL(t)
+	ctx, dsn := parallelURL(t, sqltest.NewEmptyURL)
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)

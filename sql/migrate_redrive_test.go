@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -21,18 +19,12 @@ import (
 // deletes the other pending ones, marks another one in flight dead with
 // the reason, reports each as a notice, and builds its index.
 func TestMigrationKeepsOneActiveRedrive(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	dsn := sqltest.NewEmptyURL(t)
+	ctx, dsn := parallelURL(t, sqltest.NewEmptyURL)
 	files := migrationFiles(t)
 	if err := sql.MigrateFSForTest(ctx, dsn, upTo(files, 6), sql.MigrateOptions{Log: slog.New(slog.DiscardHandler)}); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := sqltest.Connect(t, ctx, dsn)
 	var job int64
 	if err := conn.QueryRow(ctx, `INSERT INTO jobs (name, cron_expr, target_url) VALUES ('j', '* * * * *', 'http://x') RETURNING id`).Scan(&job); err != nil {
 		t.Fatal(err)

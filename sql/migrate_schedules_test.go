@@ -1,7 +1,6 @@
 package sql_test
 
 import (
-	"context"
 	"io/fs"
 	"strconv"
 	"strings"
@@ -43,14 +42,8 @@ func schedulesMigration(t *testing.T) int32 {
 // triggers, and an older binary's materializer is refused with a clear
 // message.
 func TestMigrationFillsJobSchedules(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	dsn := sqltest.NewEmptyURL(t)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	ctx, dsn := parallelURL(t, sqltest.NewEmptyURL)
+	conn := sqltest.Connect(t, ctx, dsn)
 	n := schedulesMigration(t)
 	m := sqltest.MigrateTo(t, ctx, conn, n-1)
 	var now time.Time

@@ -22,11 +22,7 @@ type listener struct {
 
 func listen(t *testing.T, dsn string) *listener {
 	t.Helper()
-	conn, err := pgx.Connect(t.Context(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	conn := sqltest.Connect(t, t.Context(), dsn)
 	for _, ch := range []string{"chronos_jobs", "chronos_runs"} {
 		if _, err := conn.Exec(t.Context(), "LISTEN "+ch); err != nil {
 			t.Fatal(err)
@@ -64,14 +60,7 @@ type runsPayload struct {
 }
 
 func TestNotifyPayloads(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
-	ctx := t.Context()
-	db, err := sql.Open(ctx, dsn, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, ctx, dsn := parallelOpen(t, "t")
 	l := listen(t, dsn)
 
 	// Jobs: created / updated / deleted, row-level; the materializer's

@@ -75,34 +75,38 @@ type RunPartition struct {
 // RunPartitions lists the range partitions of job_runs and of
 // run_attempts, each in bound order.
 func (db *DB) RunPartitions(ctx context.Context) (runs, attempts []RunPartition, err error) {
-	rows, err := db.Pool.Query(ctx, `
-		SELECT name, lo::timestamptz, hi::timestamptz FROM (`+partitionBoundsSQL+`) p (name, dflt, lo, hi)
-		 WHERE NOT dflt ORDER BY hi::timestamptz`, "job_runs")
-	if err != nil {
-		return nil, nil, fmt.Errorf("list job_runs partitions: %w", err)
+	// list reads table's partitions, whose bounds are of type bound.
+	list := func(table, bound string, scan func(pgx.CollectableRow, *RunPartition) error) ([]RunPartition, error) {
+		rows, err := db.Pool.Query(ctx, `
+			SELECT name, lo::`+bound+`, hi::`+bound+` FROM (`+partitionBoundsSQL+`) p (name, dflt, lo, hi)
+			 WHERE NOT dflt ORDER BY hi::`+bound, table)
+		if err != nil {
+			return nil, fmt.Errorf("list %s partitions: %w", table, err)
+		}
+		ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RunPartition, error) {
+			var p RunPartition
+			err := scan(r, &p)
+			return p, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list %s partitions: %w", table, err)
+		}
+		return ps, nil
 	}
-	runs, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RunPartition, error) {
-		var p RunPartition
+	runs, err = list("job_runs", "timestamptz", func(r pgx.CollectableRow, p *RunPartition) error {
 		err := r.Scan(&p.Name, &p.Lo, &p.Hi)
 		utcPtr(&p.Lo)
 		utcPtr(&p.Hi)
-		return p, err
+		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list job_runs partitions: %w", err)
+		return nil, nil, err
 	}
-	rows, err = db.Pool.Query(ctx, `
-		SELECT name, lo::bigint, hi::bigint FROM (`+partitionBoundsSQL+`) p (name, dflt, lo, hi)
-		 WHERE NOT dflt ORDER BY hi::bigint`, "run_attempts")
-	if err != nil {
-		return nil, nil, fmt.Errorf("list run_attempts partitions: %w", err)
-	}
-	attempts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (RunPartition, error) {
-		var p RunPartition
-		return p, r.Scan(&p.Name, &p.LoID, &p.HiID)
+	attempts, err = list("run_attempts", "bigint", func(r pgx.CollectableRow, p *RunPartition) error {
+		return r.Scan(&p.Name, &p.LoID, &p.HiID)
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("list run_attempts partitions: %w", err)
+		return nil, nil, err
 	}
 	return runs, attempts, nil
 }

@@ -159,11 +159,7 @@ func TestPartitionMigration(t *testing.T) {
 	// ACCESS EXCLUSIVE on a run table. Stopped before the connection
 	// closes, also when the test fails midway.
 	var held time.Duration
-	sampler, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sampler.Close(context.Background())
+	sampler := sqltest.Connect(t, ctx, dsn)
 	sctx, stopSampler := context.WithCancel(ctx)
 	var sg sync.WaitGroup
 	sg.Go(func() { held = sampleExclusive(sctx, sampler, migrateApp) })
@@ -177,11 +173,7 @@ func TestPartitionMigration(t *testing.T) {
 	// jobs for a while as the migration starts: the swap recreates the
 	// foreign key to jobs, which needs a lock that conflicts with it.
 	waitOps(50)
-	blocker, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer blocker.Close(context.Background())
+	blocker := sqltest.Connect(t, ctx, dsn)
 	mustExec(t, blocker, "BEGIN")
 	mustExec(t, blocker, "LOCK TABLE jobs IN SHARE UPDATE EXCLUSIVE MODE")
 	var bg sync.WaitGroup

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // TestPartitionUpkeepLockNotHeldAcrossAStall: partition upkeep locks
@@ -22,10 +21,7 @@ import (
 // The server now ends a transaction of the upkeep whose client has gone
 // quiet for a second, and with it the locks.
 func TestPartitionUpkeepLockNotHeldAcrossAStall(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	db, ctx, j := parallelJob(t, "0 0 1 1 *")
 
 	locked := make(chan struct{})
 	upkeep := make(chan error, 1)

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // insertRunAt inserts a run of job scheduled offset after the start of the
@@ -48,10 +47,7 @@ func partitionOf(t *testing.T, db *sql.DB, table, key string, id int64) string {
 // ever fails; a run that waited there stays, and its range's partitions
 // end before it and start after it.
 func TestRunPartitionsCreatedAhead(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	db, ctx, j := parallelJob(t, "0 0 1 1 *")
 
 	early, part := insertRunAt(t, db, j.ID, "90 minutes", "pending")
 	if part != "job_runs_default" {
@@ -109,10 +105,7 @@ func TestRunPartitionsCreatedAhead(t *testing.T) {
 // until that run is finished. An attempts partition goes once no run of
 // its id range is left.
 func TestRunPartitionsDroppedWhole(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	db, ctx, j := parallelJob(t, "0 0 1 1 *")
 	if _, err := db.EnsureRunPartitions(ctx, time.Minute, 5*time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -219,10 +212,7 @@ func bigSeqScans(t *testing.T, db *sql.DB, plan string) []string {
 // bounds, and held there by the creation, would fail its partition check
 // once the range exists, were writes not held off during the creation.)
 func TestRunPartitionsCreatedUnderInserts(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	db, ctx, j := parallelJob(t, "0 0 1 1 *")
 	stop := make(chan struct{})
 	errs := make(chan error, 4)
 	var inserted atomic.Int64
@@ -274,9 +264,7 @@ var claimableDef = regexp.MustCompile(`USING btree \(available_at, id\) WHERE \(
 // parent's: a partition without it would make the claim read its held
 // runs, or all of its rows.
 func TestClaimableIndexOnEveryPartition(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	if _, err := db.EnsureRunPartitions(ctx, time.Hour, 3*time.Hour); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package sql_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // scheduledRuns returns the scheduled runs of a job, oldest first.
@@ -80,9 +80,7 @@ func randomJob(r *rand.Rand, base time.Time) *chronos.Job {
 // exactly the scheduled_at of the runs the materializer creates over the
 // same stretch, each run available at its jittered instant.
 func TestPreviewEqualsMaterialized(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	r := rand.New(rand.NewPCG(14, uint64(time.Now().UnixNano())))
 	base := dbNow(t, db)
 	checked := 0
@@ -131,9 +129,7 @@ func TestPreviewEqualsMaterialized(t *testing.T) {
 
 // After ends_at the job stays, finished, with no next run.
 func TestEndsAtFinishesTheJob(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	now := dbNow(t, db).Truncate(time.Second)
 	j := cronJob("* * * * * *")
 	j.EndsAt = ptr(now.Add(3 * time.Second))
@@ -176,9 +172,7 @@ func TestEndsAtFinishesTheJob(t *testing.T) {
 
 // Excluded occurrences are not created, and are counted by job.
 func TestExcludedOccurrencesCounted(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	j := cronJob("0 * * * *")
 	// The day after tomorrow, not tomorrow: created in the last hour of a
 	// day, the job's first occurrence is tomorrow's midnight, so an
@@ -205,9 +199,7 @@ func TestExcludedOccurrencesCounted(t *testing.T) {
 // misfire none skips the gap (counting it, with the runs created ahead
 // before it); all runs each missed occurrence, the latest 100 at most.
 func TestMisfirePolicies(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	now := time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC)
 
 	none := cronJob("* * * * *")
@@ -249,23 +241,27 @@ func TestMisfirePolicies(t *testing.T) {
 	}
 }
 
-// misfire none also drops the runs created ahead before the gap.
-func TestMisfireNoneDropsRunsCreatedAhead(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("* * * * * *")
-	j.Misfire = chronos.MisfireNone
-	mustCreate(t, db, j)
+// gapAfterRunsAhead: a job every second under misfire, whose two runs at
+// t0 and t0+1 s the leader created ahead before it went away; the next
+// materialization comes gap (and 300 ms) after t0. What it returned.
+func gapAfterRunsAhead(t *testing.T, misfire chronos.MisfirePolicy, gap time.Duration) (*sql.DB, context.Context, *chronos.Job, time.Time, sql.MaterializeResult) {
+	t.Helper()
+	db, ctx, j := parallelJob(t, "* * * * * *", func(j *chronos.Job) { j.Misfire = misfire })
 	t0 := dbNow(t, db).Truncate(time.Second).Add(time.Minute)
 	setNextRunAt(t, db, j.ID, ptr(t0))
 	if res, err := db.Materialize(ctx, t0.Add(-500*time.Millisecond), 2*time.Second, 10); err != nil || res.Created != 2 {
 		t.Fatalf("created ahead: %+v %v", res, err)
 	}
-	res, err := db.Materialize(ctx, t0.Add(10*time.Second+300*time.Millisecond), 0, 10)
+	res, err := db.Materialize(ctx, t0.Add(gap+300*time.Millisecond), 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db, ctx, j, t0, res
+}
+
+// misfire none also drops the runs created ahead before the gap.
+func TestMisfireNoneDropsRunsCreatedAhead(t *testing.T) {
+	db, _, j, _, res := gapAfterRunsAhead(t, chronos.MisfireNone, 10*time.Second)
 	if n := len(scheduledRuns(t, db, j.ID)); n != 0 {
 		t.Fatalf("%d runs left", n)
 	}
@@ -278,12 +274,7 @@ func TestMisfireNoneDropsRunsCreatedAhead(t *testing.T) {
 // A run that cannot start within starting_deadline_seconds is not claimed
 // and ends missed; an occurrence already past it is not created.
 func TestStartingDeadline(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("* * * * *")
-	j.StartingDeadlineSeconds = ptr(5)
-	mustCreate(t, db, j)
+	db, ctx, j := parallelJob(t, "* * * * *", func(j *chronos.Job) { j.StartingDeadlineSeconds = ptr(5) })
 	now := dbNow(t, db)
 	// A run created earlier, due 10 s ago: past its deadline.
 	setNextRunAt(t, db, j.ID, ptr(now.Add(-10*time.Second)))
@@ -328,12 +319,7 @@ func TestStartingDeadline(t *testing.T) {
 // Jittered runs keep their nominal scheduled_at and become available at
 // scheduled_at + jitter, the same on every materialization.
 func TestJitterDelaysAvailability(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("0 * * * *")
-	j.JitterSeconds = 1800
-	mustCreate(t, db, j)
+	db, ctx, j := parallelJob(t, "0 * * * *", func(j *chronos.Job) { j.JitterSeconds = 1800 })
 	res, err := db.Materialize(ctx, *j.NextRunAt, 10*time.Hour, 10)
 	if err != nil || res.Created != 11 {
 		t.Fatalf("materialize: %+v %v", res, err)
@@ -360,21 +346,7 @@ func TestJitterDelaysAvailability(t *testing.T) {
 // before the gap are among the missed occurrences), and the chain starts
 // at the earliest.
 func TestMisfireAllKeepsRunsCreatedAhead(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("* * * * * *")
-	j.Misfire = chronos.MisfireAll
-	mustCreate(t, db, j)
-	t0 := dbNow(t, db).Truncate(time.Second).Add(time.Minute)
-	setNextRunAt(t, db, j.ID, ptr(t0))
-	if res, err := db.Materialize(ctx, t0.Add(-500*time.Millisecond), 2*time.Second, 10); err != nil || res.Created != 2 {
-		t.Fatalf("created ahead: %+v %v", res, err)
-	}
-	res, err := db.Materialize(ctx, t0.Add(5*time.Second+300*time.Millisecond), 0, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, ctx, j, t0, res := gapAfterRunsAhead(t, chronos.MisfireAll, 5*time.Second)
 	runs := scheduledRuns(t, db, j.ID)
 	if len(runs) != 6 || len(res.CatchUps) != 0 || len(res.Missed) != 0 {
 		t.Fatalf("%d runs (want t0..t0+5), catch-ups %v, missed %v", len(runs), res.CatchUps, res.Missed)
@@ -396,13 +368,10 @@ func TestMisfireAllKeepsRunsCreatedAhead(t *testing.T) {
 // materializer call has moved the chain on (issue 22.5). A retry keeps
 // its run current.
 func TestMisfireAllClaimsCatchUpsInOrder(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("* * * * *")
-	j.Misfire = chronos.MisfireAll
-	j.MaxRetries = 3
-	mustCreate(t, db, j)
+	db, ctx, j := parallelJob(t, "* * * * *", func(j *chronos.Job) {
+		j.Misfire = chronos.MisfireAll
+		j.MaxRetries = 3
+	})
 	// Not near the end of a minute: the next occurrence must not come
 	// while the test runs.
 	var now time.Time

@@ -2,11 +2,8 @@ package sql_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
@@ -93,15 +90,7 @@ func TestQueueStatsUseIndexes(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, "ANALYZE job_runs"); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := db.Pool.Query(ctx, "EXPLAIN "+sql.RefreshQueueStatsSQLForTest, "leader")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := strings.Join(lines, "\n")
+	plan := explain(t, db.Pool.Query, sql.RefreshQueueStatsSQLForTest, "leader")
 	if len(bigSeqScans(t, db, plan)) > 0 {
 		t.Fatalf("the queue stats scan job_runs sequentially:\n%s", plan)
 	}

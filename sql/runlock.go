@@ -94,12 +94,9 @@ func (db *DB) SweepRunLocks(ctx context.Context) (LockRepairs, error) {
 		p int
 	)
 	rows, err := db.Pool.Query(ctx, sweepOrphansSQL)
+	freed, err := collect(rows, err, "sweep run locks: orphans", scanOne[int64])
 	if err != nil {
-		return r, mapErr(err, "sweep run locks: orphans")
-	}
-	freed, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return r, mapErr(err, "sweep run locks: orphans")
+		return r, err
 	}
 	r.Orphans = len(freed)
 	if len(freed) > 0 {

@@ -36,9 +36,7 @@ func locks(t testing.TB, db *sql.DB, jobID int64) int {
 // state machine: a hand edit, another version's reaper) gives up the
 // overlap lock in that statement, so its skip/queue_one job runs again.
 func TestPlainUpdateReleasesTheOverlapLock(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	for _, p := range []chronos.OverlapPolicy{chronos.OverlapSkip, chronos.OverlapQueueOne} {
 		for _, to := range []string{"pending", "dead", "succeeded"} {
 			j := exclusiveJob(t, db, p)
@@ -81,9 +79,7 @@ func TestPlainUpdateReleasesTheOverlapLock(t *testing.T) {
 // triggers cannot see: the table edited by hand), an active run without a
 // lock, and held runs that wait behind nothing.
 func TestSweepRunLocksRepairs(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 
 	// Healthy: nothing to repair.
 	j := exclusiveJob(t, db, chronos.OverlapQueueOne)
@@ -128,9 +124,7 @@ func TestSweepRunLocksRepairs(t *testing.T) {
 // Runs leased or running when migration 016 ran, of a skip/queue_one job,
 // get their lock: a second run of the job is not claimed while they run.
 func TestMigrationLocksRunsInFlight(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	dsn := sqltest.NewEmptyURL(t)
+	ctx, dsn := parallelURL(t, sqltest.NewEmptyURL)
 	if err := sql.MigrateTo(ctx, dsn, 13); err != nil {
 		t.Fatal(err)
 	}
@@ -173,9 +167,7 @@ func TestMigrationLocksRunsInFlight(t *testing.T) {
 // takes the lock for that run in its transaction: no second run of the job
 // starts while it runs.
 func TestOverlapPatchLocksTheRunInFlight(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	for _, p := range []chronos.OverlapPolicy{chronos.OverlapSkip, chronos.OverlapQueueOne} {
 		j := exclusiveJob(t, db, chronos.OverlapAllow)
 		insertPending(t, db, j.ID, 1)
@@ -210,9 +202,7 @@ func TestOverlapPatchLocksTheRunInFlight(t *testing.T) {
 // Draining a queue behind an active run touches one waiting run per
 // completion, not all of them; and held runs are not in the claim's way.
 func TestQueueDrainTouchesOneRun(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	j := exclusiveJob(t, db, chronos.OverlapQueueOne)
 	const waiting = 2000
 	insertPending(t, db, j.ID, waiting+1)
@@ -252,9 +242,7 @@ func TestQueueDrainTouchesOneRun(t *testing.T) {
 // of index entries, not thousands, in whichever partition they are
 // (TestClaimableIndexOnEveryPartition checks every partition's index).
 func TestHeldRunsCostTheClaimNothing(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	j := exclusiveJob(t, db, chronos.OverlapQueueOne)
 	insertPending(t, db, j.ID, 1)
 	claimOne(t, db, "w", time.Minute)

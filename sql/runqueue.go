@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/jackc/pgx/v5"
 )
 
 // MaxRedriveBatch is the most runs one bulk redrive sends round again.
@@ -96,18 +95,11 @@ func (db *DB) AllRuns(ctx context.Context, q RunQuery) ([]*chronos.Run, string, 
 	}
 	rows, err := db.Pool.Query(ctx, "SELECT "+qualified("r", runColumns)+" FROM job_runs r WHERE "+cond+
 		" ORDER BY r.id DESC LIMIT $1", args...)
+	runs, err := collect(rows, err, "list runs", scanRun)
 	if err != nil {
-		return nil, "", mapErr(err, "list runs")
+		return nil, "", err
 	}
-	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Run, error) { return scanRun(r) })
-	if err != nil {
-		return nil, "", mapErr(err, "list runs")
-	}
-	next := ""
-	if len(runs) > limit {
-		runs = runs[:limit]
-		next = encodeCursor(runs[limit-1].ID)
-	}
+	runs, next := cutPage(runs, limit, runID)
 	return runs, next, nil
 }
 

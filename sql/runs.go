@@ -84,12 +84,9 @@ func (db *DB) Runs(ctx context.Context, jobID int64, f RunFilter) ([]*chronos.Ru
 	}
 	q += " ORDER BY id DESC LIMIT $2"
 	rows, err := db.Pool.Query(ctx, q, args...)
+	runs, err := collect(rows, err, "list runs", scanRun)
 	if err != nil {
-		return nil, "", mapErr(err, "list runs")
-	}
-	runs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*chronos.Run, error) { return scanRun(r) })
-	if err != nil {
-		return nil, "", mapErr(err, "list runs")
+		return nil, "", err
 	}
 	if len(runs) == 0 {
 		// Only an empty page needs the second look: a job with runs exists.
@@ -97,13 +94,11 @@ func (db *DB) Runs(ctx context.Context, jobID int64, f RunFilter) ([]*chronos.Ru
 			return nil, "", err
 		}
 	}
-	next := ""
-	if len(runs) > limit {
-		runs = runs[:limit]
-		next = encodeCursor(runs[limit-1].ID)
-	}
+	runs, next := cutPage(runs, limit, runID)
 	return runs, next, nil
 }
+
+func runID(r *chronos.Run) int64 { return r.ID }
 
 // Run returns a run with its attempts. ENOTFOUND.
 func (db *DB) Run(ctx context.Context, id int64) (*chronos.Run, error) {
@@ -122,12 +117,9 @@ func (db *DB) Run(ctx context.Context, id int64) (*chronos.Run, error) {
 		return nil, mapErr(err, "get run")
 	}
 	rows, err := br.Query()
+	r.Attempts, err = collect(rows, err, "get run attempts", scanAttempt)
 	if err != nil {
-		return nil, mapErr(err, "get run attempts")
-	}
-	r.Attempts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (chronos.Attempt, error) { return scanAttempt(row) })
-	if err != nil {
-		return nil, mapErr(err, "get run attempts")
+		return nil, err
 	}
 	if err := br.Close(); err != nil {
 		return nil, mapErr(err, "get run")

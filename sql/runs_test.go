@@ -6,16 +6,10 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 func TestRunsListAndPrune(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := cronJob("0 0 1 1 *")
-	j.MaxRetries = 0
-	mustCreate(t, db, j)
+	db, ctx, j := parallelJob(t, "0 0 1 1 *", func(j *chronos.Job) { j.MaxRetries = 0 })
 	other := mustCreate(t, db, cronJob("0 0 1 1 *"))
 	insertPending(t, db, j.ID, 30)
 	insertPending(t, db, other.ID, 3)

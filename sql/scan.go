@@ -4,8 +4,44 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/chronoshq/chronos"
 )
+
+// scanOne reads a row of one column (a collect scan).
+func scanOne[T any](r scanner) (T, error) {
+	var v T
+	err := r.Scan(&v)
+	return v, err
+}
+
+// eachRow scans each row of a query's rows into dest and calls fn after
+// it; an error of the query (err, as Query returned it), of a row or of
+// rows is mapped with what. rows is closed.
+func eachRow(rows pgx.Rows, err error, what string, dest []any, fn func()) error {
+	if err != nil {
+		return mapErr(err, what)
+	}
+	if _, err := pgx.ForEachRow(rows, dest, func() error { fn(); return nil }); err != nil {
+		return mapErr(err, what)
+	}
+	return nil
+}
+
+// collect reads every row of a query's rows with scan; an error of the
+// query (err, as Query returned it) or of a row is mapped alike, with what
+// for context.
+func collect[T any](rows pgx.Rows, err error, what string, scan func(scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, mapErr(err, what)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) { return scan(r) })
+	if err != nil {
+		return nil, mapErr(err, what)
+	}
+	return out, nil
+}
 
 // Column lists, in the order the scan helpers below expect.
 const (

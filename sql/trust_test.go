@@ -8,18 +8,7 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
-
-// dbNow reads the database's clock.
-func dbNow(t testing.TB, db *sql.DB) time.Time {
-	t.Helper()
-	var now time.Time
-	if err := db.Pool.QueryRow(context.Background(), "SELECT now()").Scan(&now); err != nil {
-		t.Fatal(err)
-	}
-	return now.UTC()
-}
 
 func patch(t testing.TB, db *sql.DB, id int64, u *chronos.JobUpdate) *chronos.Job {
 	t.Helper()
@@ -33,9 +22,7 @@ func patch(t testing.TB, db *sql.DB, id int64, u *chronos.JobUpdate) *chronos.Jo
 // A one-shot whose run was created ahead keeps its only run through a
 // pause and resume, and through edits that do not move it (issue 11.1).
 func TestOneShotKeepsItsOnlyRun(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	edits := map[string][]*chronos.JobUpdate{
 		"pause and resume": {{Enabled: chronos.Some(false)}, {Enabled: chronos.Some(true)}},
 		"time zone":        {{Timezone: chronos.Some("Europe/Berlin")}},
@@ -74,9 +61,7 @@ func TestOneShotKeepsItsOnlyRun(t *testing.T) {
 // A one-shot that fired stays fired through a pause and resume; a new
 // run_at is a new occurrence.
 func TestOneShotFiresOncePerRunAt(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	j := cronJob("")
 	runAt := dbNow(t, db).Add(-time.Minute).Truncate(time.Second)
 	j.RunAt = &runAt
@@ -100,10 +85,7 @@ func TestOneShotFiresOncePerRunAt(t *testing.T) {
 // A paused job shows no next run; resuming a cron job starts from now,
 // without catching up what was missed while paused (issue 11.6).
 func TestPausedJobHasNoNextRun(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("* * * * *"))
+	db, ctx, j := parallelJob(t, "* * * * *")
 	got := patch(t, db, j.ID, &chronos.JobUpdate{Enabled: chronos.Some(false)})
 	if got.NextRunAt != nil {
 		t.Fatalf("paused: next_run_at %v, want null", got.NextRunAt)
@@ -132,10 +114,7 @@ func TestPausedJobHasNoNextRun(t *testing.T) {
 // Creating and updating jobs plans on the database's clock, not the
 // process's: next_run_at is the first occurrence after the database's now.
 func TestSchedulingUsesDatabaseClock(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("* * * * * *"))
+	db, ctx, j := parallelJob(t, "* * * * * *")
 	var lag time.Duration
 	// created_at is the database's now() at the insert; the first
 	// occurrence must be the second after the clock read just before it.
@@ -162,10 +141,7 @@ func TestSchedulingUsesDatabaseClock(t *testing.T) {
 // folded into the one catch-up run: the target gets one late request
 // (issue 11.5).
 func TestCatchUpFoldsRunsCreatedAhead(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("* * * * * *"))
+	db, ctx, j := parallelJob(t, "* * * * * *")
 	t0 := dbNow(t, db).Truncate(time.Second).Add(time.Minute)
 	setNextRunAt(t, db, j.ID, ptr(t0))
 	if res, err := db.Materialize(ctx, t0.Add(-500*time.Millisecond), 2*time.Second, 10); err != nil || res.Created != 2 {
@@ -205,10 +181,7 @@ func TestCatchUpFoldsRunsCreatedAhead(t *testing.T) {
 // While a job's materialization is behind (no leader for a while), its
 // scheduled runs are not claimed: the next leader may fold them.
 func TestClaimHoldsRunsOfJobsBehindSchedule(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("* * * * * *"))
+	db, ctx, j := parallelJob(t, "* * * * * *")
 	now := dbNow(t, db).Truncate(time.Second)
 	setNextRunAt(t, db, j.ID, ptr(now.Add(-5*time.Second)))
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
@@ -232,9 +205,7 @@ func TestClaimHoldsRunsOfJobsBehindSchedule(t *testing.T) {
 // running at any moment, whoever claims; the run waiting behind it is
 // claimable once it finishes (issue 11.3).
 func TestClaimOneActiveRunPerExclusiveJob(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	for _, policy := range []chronos.OverlapPolicy{chronos.OverlapQueueOne, chronos.OverlapSkip} {
 		j := cronJob("")
 		j.RunAt = ptr(time.Now().Add(time.Hour))
@@ -300,10 +271,7 @@ func TestClaimOneActiveRunPerExclusiveJob(t *testing.T) {
 // waiting for the materializer, however its next_run_at was left (paused
 // behind the API's back, with SQL).
 func TestClaimDoesNotHoldRunsOfPausedJobs(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("* * * * * *"))
+	db, ctx, j := parallelJob(t, "* * * * * *")
 	now := dbNow(t, db).Truncate(time.Second)
 	if _, err := db.Pool.Exec(ctx, `WITH s AS (UPDATE job_schedules SET next_run_at = $2 WHERE job_id = $1) UPDATE jobs SET enabled = false WHERE id = $1`,
 		j.ID, now.Add(-5*time.Second)); err != nil {
@@ -324,9 +292,7 @@ func TestClaimDoesNotHoldRunsOfPausedJobs(t *testing.T) {
 // A one-shot's run, whose job has no next_run_at once it materialized, is
 // claimable when due: only a job whose schedule is behind holds its runs.
 func TestClaimTakesOneShotRuns(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
+	db, ctx := parallelDB(t)
 	j := cronJob("")
 	j.RunAt = ptr(dbNow(t, db).Add(-time.Second))
 	mustCreate(t, db, j)
@@ -346,10 +312,7 @@ func TestClaimTakesOneShotRuns(t *testing.T) {
 // whose :00 was never created, gets one catch-up at :00 standing for both
 // (found by the model test).
 func TestCatchUpCountsRunsCreatedAhead(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	j := mustCreate(t, db, cronJob("*/2 * * * * *"))
+	db, ctx, j := parallelJob(t, "*/2 * * * * *")
 	t0 := dbNow(t, db).Truncate(time.Minute).Add(2 * time.Minute) // :00 of a minute ahead
 	setNextRunAt(t, db, j.ID, ptr(t0.Add(-2*time.Second)))        // :58
 	if res, err := db.Materialize(ctx, t0.Add(-3*time.Second), 2*time.Second, 10); err != nil || res.Created != 1 {

@@ -34,6 +34,22 @@ func ping(ctx context.Context, c *pgx.Conn) error {
 	return c.QueryRow(ctx, "SELECT 1").Scan(&n)
 }
 
+// proxiedConn marks t parallel and returns a fresh database's DSN through
+// a new proxy and a connection through it.
+func proxiedConn(t *testing.T) (*Proxy, string, *pgx.Conn) {
+	t.Helper()
+	t.Parallel()
+	p, dsn := proxied(t)
+	return p, dsn, mustConnect(t, dsn)
+}
+
+// within is a context that ends after d, or at the end of the test.
+func within(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func mustConnect(t *testing.T, dsn string) *pgx.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -68,12 +84,9 @@ func TestProxyForwards(t *testing.T) {
 }
 
 func TestProxyCutClosesAndRefuses(t *testing.T) {
-	t.Parallel()
-	p, dsn := proxied(t)
-	c := mustConnect(t, dsn)
+	p, dsn, c := proxiedConn(t)
 	p.Cut()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
+	ctx := within(t, 15*time.Second)
 	if err := ping(ctx, c); err == nil {
 		t.Fatal("a query on a cut connection succeeded")
 	}
@@ -92,12 +105,9 @@ func TestProxyCutClosesAndRefuses(t *testing.T) {
 }
 
 func TestProxyRefuseKeepsOpenConnections(t *testing.T) {
-	t.Parallel()
-	p, dsn := proxied(t)
-	c := mustConnect(t, dsn)
+	p, dsn, c := proxiedConn(t)
 	p.Refuse()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := within(t, 20*time.Second)
 	if err := ping(ctx, c); err != nil {
 		t.Fatalf("an open connection broke on Refuse: %v", err)
 	}
@@ -109,14 +119,11 @@ func TestProxyRefuseKeepsOpenConnections(t *testing.T) {
 }
 
 func TestProxyStallHoldsTrafficUntilRestore(t *testing.T) {
-	t.Parallel()
-	p, dsn := proxied(t)
-	c := mustConnect(t, dsn)
+	p, dsn, c := proxiedConn(t)
 	p.Stall()
 
 	// A query on an open connection gets no answer while stalled...
-	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
+	short := within(t, 300*time.Millisecond)
 	if err := ping(short, c); err == nil {
 		t.Fatal("a query got an answer through a stall")
 	}
@@ -149,9 +156,7 @@ func TestProxyStallHoldsTrafficUntilRestore(t *testing.T) {
 }
 
 func TestProxyStalledQueryCompletesAfterRestore(t *testing.T) {
-	t.Parallel()
-	p, dsn := proxied(t)
-	c := mustConnect(t, dsn)
+	p, _, c := proxiedConn(t)
 	p.Stall()
 	done := make(chan error, 1)
 	go func() {
@@ -171,13 +176,10 @@ func TestProxyStalledQueryCompletesAfterRestore(t *testing.T) {
 }
 
 func TestProxyCutWhileStalled(t *testing.T) {
-	t.Parallel()
-	p, dsn := proxied(t)
-	c := mustConnect(t, dsn)
+	p, dsn, c := proxiedConn(t)
 	p.Stall()
 	p.Cut()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
+	ctx := within(t, 15*time.Second)
 	if err := ping(ctx, c); err == nil || ctx.Err() != nil {
 		t.Fatalf("query on a stalled then cut connection: err %v, ctx %v; want a prompt failure", err, ctx.Err())
 	}
@@ -186,12 +188,9 @@ func TestProxyCutWhileStalled(t *testing.T) {
 }
 
 func TestProxyServerSideCloseReachesClient(t *testing.T) {
-	t.Parallel()
-	_, dsn := proxied(t)
-	c := mustConnect(t, dsn)
+	_, _, c := proxiedConn(t)
 	admin := mustConnect(t, os.Getenv(EnvVar))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	ctx := within(t, 20*time.Second)
 	if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend($1)", c.PgConn().PID()); err != nil {
 		t.Fatal(err)
 	}
@@ -202,9 +201,7 @@ func TestProxyServerSideCloseReachesClient(t *testing.T) {
 }
 
 func TestProxyClientCloseEndsUpstream(t *testing.T) {
-	t.Parallel()
-	p, dsn := proxied(t)
-	c := mustConnect(t, dsn)
+	p, _, c := proxiedConn(t)
 	pid := c.PgConn().PID()
 	// A hard close, as a kill -9 leaves it: no Terminate message.
 	if err := c.PgConn().Conn().Close(); err != nil {

@@ -93,6 +93,29 @@ func NewEmptyURL(t testing.TB) string {
 	return create(t, false)
 }
 
+// Now reads the database's clock (db.Now), the one every scheduling
+// decision uses, in UTC.
+func Now(t testing.TB, db *sql.DB) time.Time {
+	t.Helper()
+	now, err := db.Now(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return now
+}
+
+// Connect opens a plain connection to dsn for a test's own statements,
+// closed at cleanup.
+func Connect(t testing.TB, ctx context.Context, dsn string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
 func create(t testing.TB, migrated bool) string {
 	t.Helper()
 	base := os.Getenv(EnvVar)
