@@ -79,8 +79,15 @@ func TestFollowerEndsAnOutdatedLeader(t *testing.T) {
 	if !ok {
 		t.Fatalf("the follower never took the lock from a binary too old to step down (evicted %v)", evicted)
 	}
-	if len(evicted) != 1 || !strings.Contains(evicted[0], "chronos-pre017") {
-		t.Fatalf("evicted %v, want the old binary named once", evicted)
+	// Named once, or again by the wait that followed the try when the
+	// ended backend had not exited yet (ending it twice is harmless).
+	if len(evicted) == 0 {
+		t.Fatal("the follower took the lock without ending the old binary's session")
+	}
+	for _, e := range evicted {
+		if !strings.Contains(e, "chronos-pre017") {
+			t.Fatalf("evicted %v, want only the old binary", evicted)
+		}
 	}
 	if err := old.Ping(t.Context()); err == nil {
 		t.Fatal("the old binary's session still answers")

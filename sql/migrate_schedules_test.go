@@ -62,10 +62,13 @@ func TestMigrationFillsJobSchedules(t *testing.T) {
 		enabled bool
 		next    *time.Time
 	}
-	hourly := "0 * * * * *" // next occurrence set by hand to soon below
+	// Yearly: its occurrence after soon is never inside the materializer's
+	// 2 s below (a minutely one was, when the test read the clock at
+	// second 58 or 59: two runs, not one).
+	yearly := "0 0 0 1 1 *" // next occurrence set by hand to soon below
 	olds := []old{
-		{"cron-due-soon", &hourly, nil, true, &soon},
-		{"cron-paused", &hourly, nil, false, nil},
+		{"cron-due-soon", &yearly, nil, true, &soon},
+		{"cron-paused", &yearly, nil, false, nil},
 		{"oneshot-pending", nil, &soon, true, &soon},
 		{"oneshot-fired", nil, &past, true, nil},
 		{"oneshot-paused", nil, &soon, false, &soon},
