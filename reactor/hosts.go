@@ -124,11 +124,14 @@ func deferrable(res attemptResult) bool {
 // a failing database) the answer is recorded as an attempt as usual.
 func (h *hostTracker) deferRun(c sql.Claimed, origin string, res attemptResult) (done bool) {
 	cfg := h.r.cfg.Hosts
-	if cfg.MaxDeferrals < 0 || origin == "" || !deferrable(res) || !h.ready.Load() {
+	if cfg.MaxDeferrals < 0 || origin == "" || !deferrable(res) {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
 	defer cancel()
+	if !h.isReady(ctx) {
+		return false
+	}
 	h.busy.Store(true)
 	lease := c.Lease()
 	d, err := h.r.db.Defer(ctx, sql.Deferral{Lease: lease, Origin: origin, Delay: min(res.RetryAfter, cfg.MaxDeferral),
@@ -158,9 +161,12 @@ func (h *hostTracker) observe(origin string, runID int64, res attemptResult) {
 	if !h.busy.Load() {
 		h.busy.Store(true)
 	}
-	if origin == "" || !h.ready.Load() {
+	if origin == "" {
 		return
 	}
+	// Recorded even before the first sweep has found the hosts table:
+	// report decides, so the first deliveries after a start count too
+	// (a breaker's first failures were dropped when they came before it).
 	answered := res.StatusCode != 0 && !res.HostFailure
 	h.mu.Lock()
 	rep := h.pending[origin]
@@ -204,6 +210,7 @@ func (h *hostTracker) run(ctx context.Context) {
 		case <-h.wake:
 			h.report(ctx)
 		case <-t.C:
+			h.report(ctx) // what a failed report kept, if anything
 			h.sweep(ctx)
 		}
 	}
@@ -224,11 +231,20 @@ func (h *hostTracker) report(ctx context.Context) {
 	if len(reps) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, dbWriteTimeout)
+	rctx, cancel := context.WithTimeout(ctx, dbWriteTimeout)
 	defer cancel()
-	changes, err := h.r.db.ReportHosts(ctx, reps, h.r.cfg.Hosts.breaker())
-	if err != nil && ctx.Err() == nil {
-		h.r.log.Warn("report host outcomes failed", "err", err)
+	if !h.isReady(rctx) {
+		return // not migrated that far yet: nothing to record outcomes in
+	}
+	changes, err := h.r.db.ReportHosts(rctx, reps, h.r.cfg.Hosts.breaker())
+	if err != nil {
+		if ctx.Err() == nil {
+			// Kept for the next report (one transaction: none of it was
+			// recorded), so a failing write loses no failure count.
+			h.r.log.Warn("report host outcomes failed; kept for the next report", "err", err)
+			h.requeue(reps)
+		}
+		return
 	}
 	for _, c := range changes {
 		e := chronos.Event{Instance: h.r.cfg.Instance, Origin: c.Origin, Count: c.Failures}
@@ -265,11 +281,8 @@ func (h *hostTracker) sweep(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, dbWriteTimeout)
 	defer cancel()
-	if !h.ready.Load() {
-		if !h.r.db.HostsReady(ctx) {
-			return // not migrated that far yet: asked again next sweep
-		}
-		h.ready.Store(true)
+	if !h.isReady(ctx) {
+		return // not migrated that far yet: asked again next sweep
 	}
 	troubled, held, err := h.r.db.TroubledHosts(ctx)
 	if err != nil {
@@ -294,5 +307,39 @@ func (h *hostTracker) sweep(ctx context.Context) {
 		}
 	} else if res.Moved > 0 {
 		h.r.log.Debug("host holds kept", "origins", res.Held, "moved", res.Moved, "probes", res.Probes)
+	}
+}
+
+// isReady reports whether the hosts table exists, asking the database
+// until it does (then the answer is kept).
+func (h *hostTracker) isReady(ctx context.Context) bool {
+	if h.ready.Load() {
+		return true
+	}
+	if !h.r.db.HostsReady(ctx) {
+		return false
+	}
+	h.ready.Store(true)
+	return true
+}
+
+// requeue puts reports that could not be written back in front of what
+// came since: failures add up, and an answer that came since resets them.
+func (h *hostTracker) requeue(reps []sql.HostReport) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, old := range reps {
+		cur := h.pending[old.Origin]
+		if cur == nil {
+			rep := old
+			h.pending[old.Origin] = &rep
+			continue
+		}
+		if cur.Answered {
+			continue // answered since: the older failures are not consecutive
+		}
+		cur.Answered = cur.Answered || old.Answered
+		cur.Failures += old.Failures
+		cur.FailedRuns = append(append([]int64(nil), old.FailedRuns...), cur.FailedRuns...)
 	}
 }
