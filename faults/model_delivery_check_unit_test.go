@@ -1,8 +1,11 @@
 package faults
 
 import (
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/chronoshq/chronos"
 )
 
 // TestModelCheckLimits: the model's limit check on made-up data. Two
@@ -75,6 +78,84 @@ func TestModelCheckLimits(t *testing.T) {
 		vs := run(c.limits, c.reqs...)
 		if got := len(vs) > 0; got != c.want {
 			t.Errorf("%s: violations %v, want a violation: %v", c.name, vs, c.want)
+		}
+	}
+}
+
+// TestModelCheckBackfills: the model's backfill checks on made-up data.
+// A backfilled run beside a scheduled run of one occurrence is a second
+// run of it; a backfilled run's request without X-Chronos-Backfill, or
+// another's with it, is misflagged; a backfill's younger run arriving
+// before an older one breaks "oldest first" (strictly under queue_one,
+// beyond 300 ms under allow).
+func TestModelCheckBackfills(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+
+	type run struct {
+		id      int64
+		trigger string
+		sched   int
+		arrive  int // first request (0: none)
+		flag    string
+	}
+	check := func(overlap string, runs ...run) map[string]int {
+		st := jobState{ID: 1, Enabled: true, Cron: "* * * * * *", TZ: "UTC", Overlap: overlap, Misfire: "one", Created: at(-60_000)}
+		j := &mjob{key: "j1", id: 1, versions: []version{{sent: at(-60_000), recv: at(-59_950), st: st}}, manual: map[int64]string{}}
+		s := &seqRun{t: t, byID: map[int64]*mjob{1: j}, jobs: []*mjob{j}, gatedSeen: map[string]int{}, dc: newDeliveryModel()}
+		d := &checkData{byID: map[int64]*mrun{}, byJob: map[int64][]*mrun{}, atts: map[int64]map[int]*matt{}, delRun: map[int64][]mdelivery{}}
+		b := &mbackfill{job: j, from: at(-10_000), to: at(-5_000), sent: at(0), recv: at(50)}
+		for _, r := range runs {
+			m := &mrun{ID: r.id, Job: 1, Sched: at(r.sched), Trigger: r.trigger, Status: "succeeded", Attempts: 1, Created: at(20), FireAt: at(r.sched)}
+			d.runs = append(d.runs, m)
+			d.byID[m.ID] = m
+			d.byJob[1] = append(d.byJob[1], m)
+			if r.trigger == "backfill" {
+				b.ans.Created = append(b.ans.Created, &chronos.Run{ID: r.id, ScheduledAt: m.Sched})
+			}
+			if r.arrive != 0 {
+				x := mdelivery{Key: "j1", Run: r.id, Attempt: 1, At: at(r.arrive), Answered: at(r.arrive + 10), Done: at(r.arrive + 11),
+					Status: 200, Backfill: r.flag}
+				d.dels = append(d.dels, x)
+				d.delRun[r.id] = []mdelivery{x}
+			}
+		}
+		// The answer lists the plan's occurrences in the range; those not
+		// created existed.
+		b.ans.Occurrences = st.occurrences(b.from.Add(-time.Nanosecond), b.to)
+		for _, o := range b.ans.Occurrences {
+			if !slices.ContainsFunc(b.ans.Created, func(r *chronos.Run) bool { return r.ScheduledAt.Equal(o) }) {
+				b.ans.Existing = append(b.ans.Existing, o)
+			}
+		}
+		s.dc.backfills = []*mbackfill{b}
+		s.checkDeliveryControl(d)
+		kinds := map[string]int{}
+		for _, v := range s.vs {
+			kinds[v.kind]++
+		}
+		return kinds
+	}
+	cases := []struct {
+		name    string
+		overlap string
+		runs    []run
+		want    string // the violation's kind, "" for none
+	}{
+		{"in order", "queue_one", []run{{1, "backfill", -9000, 100, "true"}, {2, "backfill", -8000, 200, "true"}}, ""},
+		{"younger first under queue_one", "queue_one", []run{{1, "backfill", -9000, 300, "true"}, {2, "backfill", -8000, 200, "true"}}, "backfill-order"},
+		{"younger 100 ms first under allow", "allow", []run{{1, "backfill", -9000, 300, "true"}, {2, "backfill", -8000, 200, "true"}}, ""},
+		{"younger 1 s first under allow", "allow", []run{{1, "backfill", -9000, 1300, "true"}, {2, "backfill", -8000, 200, "true"}}, "backfill-order"},
+		{"unflagged", "allow", []run{{1, "backfill", -9000, 100, ""}}, "backfill-flag"},
+		{"a scheduled run flagged", "allow", []run{{1, "schedule", -20_000, 100, "true"}}, "backfill-flag"},
+		{"two runs of one occurrence", "allow", []run{{1, "schedule", -9000, 100, ""}, {2, "backfill", -9000, 200, "true"}}, "backfill-duplicate"},
+		{"never delivered", "allow", []run{{1, "backfill", -9000, 0, ""}}, "backfill-lost"},
+	}
+	for _, c := range cases {
+		kinds := check(c.overlap, c.runs...)
+		if c.want == "" && len(kinds) > 0 || c.want != "" && kinds[c.want] == 0 {
+			t.Errorf("%s: violations %v, want %q", c.name, kinds, c.want)
 		}
 	}
 }

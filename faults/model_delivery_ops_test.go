@@ -104,9 +104,10 @@ func (s *seqRun) limitOp() {
 	key := modelLimitKeys[s.rng.IntN(len(modelLimitKeys))]
 	shape, conc, rate, per := s.rng.IntN(3), 1+s.rng.IntN(3), 3+s.rng.IntN(6), 1+s.rng.IntN(2)
 	clearKey, k := s.rng.IntN(4) == 0, s.rng.IntN(1<<20)
-	// Mostly the fast jobs: a slow target under a concurrency limit of one
-	// builds a backlog the drain must wait for.
-	fastOnly := s.rng.IntN(5) != 0
+	// Half the time a fast job only: a slow target under a concurrency
+	// limit of one builds a backlog the drain must wait for; slow ones
+	// are what puts the limit to the test at the target.
+	fastOnly := s.rng.IntN(2) == 0
 	declared := s.dc.declared()
 	switch {
 	case kind < 40 || len(declared) == 0:
@@ -119,7 +120,7 @@ func (s *seqRun) limitOp() {
 		}
 		s.putLimit(key, body)
 	case kind < 85:
-		j := s.pickJob(func(j *mjob) bool { return !fastOnly || j.behave.delay < time.Second })
+		j := s.pickJob(func(j *mjob) bool { return j.cur().Enabled && (!fastOnly || j.behave.delay < time.Second) })
 		if j == nil {
 			s.logOp("limit_key", "no job")
 			return
