@@ -97,8 +97,8 @@ func (s *seqRun) deliveryOp(k int) {
 }
 
 // limitOp puts a limit (a concurrency limit of 1 to 3, a rate of 3 to 8
-// per 1 or 2 s, or both), PATCHes a job's limit_key to a declared limit
-// (or clears it), or deletes a limit.
+// per 1 or 2 s, or both), PATCHes an enabled job's limit_key to a
+// declared limit (or clears it), or deletes a limit.
 func (s *seqRun) limitOp() {
 	kind := s.rng.IntN(100)
 	key := modelLimitKeys[s.rng.IntN(len(modelLimitKeys))]
@@ -110,7 +110,7 @@ func (s *seqRun) limitOp() {
 	fastOnly := s.rng.IntN(2) == 0
 	declared := s.dc.declared()
 	switch {
-	case kind < 40 || len(declared) == 0:
+	case kind < 30 || len(declared) == 0:
 		body := map[string]any{}
 		if shape != 1 {
 			body["max_concurrency"] = conc
@@ -119,7 +119,7 @@ func (s *seqRun) limitOp() {
 			body["rate"], body["per_seconds"] = rate, per
 		}
 		s.putLimit(key, body)
-	case kind < 85:
+	case kind < 90:
 		j := s.pickJob(func(j *mjob) bool { return j.cur().Enabled && (!fastOnly || j.behave.delay < time.Second) })
 		if j == nil {
 			s.logOp("limit_key", "no job")
@@ -195,13 +195,21 @@ func (s *seqRun) deleteLimit(key string) {
 func (s *seqRun) backfill() {
 	back, span := 3+s.rng.IntN(23), 2+s.rng.IntN(7)
 	overlap, shift, stretch := s.rng.IntN(100) < 40, s.rng.IntN(5)-2, s.rng.IntN(6)-2
-	dry, anyJob := s.rng.IntN(10) == 0, s.rng.IntN(5) == 0
+	dry, anyJob, limited := s.rng.IntN(10) == 0, s.rng.IntN(5) == 0, s.rng.IntN(2) == 0
 	now := time.Now().Truncate(time.Second).UTC()
 	from := now.Add(-time.Duration(back) * time.Second)
 	to := from.Add(time.Duration(span) * time.Second)
 	// Mostly a job whose plan has occurrences in the range (a window, an
-	// exclusion or a calendar may leave it none).
-	j := s.pickJob(func(j *mjob) bool { return j.cur().Cron != "" && (anyJob || j.cur().occurrences(from, to) != nil) })
+	// exclusion or a calendar may leave it none), half the time one under
+	// a limit (a burst the limit spreads).
+	fits := func(j *mjob) bool { return j.cur().Cron != "" && (anyJob || j.cur().occurrences(from, to) != nil) }
+	var j *mjob
+	if limited {
+		j = s.pickJob(func(j *mjob) bool { return fits(j) && j.cur().LimitKey != "" })
+	}
+	if j == nil {
+		j = s.pickJob(fits)
+	}
 	if j == nil {
 		j = s.pickJob(func(j *mjob) bool { return j.cur().Cron != "" })
 	}
