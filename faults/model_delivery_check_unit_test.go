@@ -15,8 +15,7 @@ import (
 // whose worker was frozen, or that its client gave up on, does not count.
 func TestModelCheckLimits(t *testing.T) {
 	t.Parallel()
-	base := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	at := msClock()
 	one, two := 1, 2
 
 	type req struct {
@@ -26,9 +25,8 @@ func TestModelCheckLimits(t *testing.T) {
 	}
 	run := func(limits []limitVersion, reqs ...req) []violation {
 		key := "k1"
-		st := jobState{ID: 1, Enabled: true, Cron: "* * * * * *", TZ: "UTC", Overlap: "allow", Misfire: "one", Created: at(0), LimitKey: key}
-		j := &mjob{key: "j1", id: 1, versions: []version{{sent: at(0), recv: at(50), st: st}}, manual: map[int64]string{}}
-		s := &seqRun{t: t, byID: map[int64]*mjob{1: j}, jobs: []*mjob{j}, gatedSeen: map[string]int{}, dc: newDeliveryModel()}
+		s, j := madeUpSeq(t, "allow", at(0))
+		j.versions[0].st.LimitKey = key
 		s.dc.limits[key] = limits
 		d := &checkData{byID: map[int64]*mrun{}, byJob: map[int64][]*mrun{}, atts: map[int64]map[int]*matt{}}
 		for _, q := range reqs {
@@ -90,8 +88,7 @@ func TestModelCheckLimits(t *testing.T) {
 // beyond 300 ms under allow).
 func TestModelCheckBackfills(t *testing.T) {
 	t.Parallel()
-	base := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	at := msClock()
 
 	type run struct {
 		id      int64
@@ -101,9 +98,7 @@ func TestModelCheckBackfills(t *testing.T) {
 		flag    string
 	}
 	check := func(overlap string, runs ...run) map[string]int {
-		st := jobState{ID: 1, Enabled: true, Cron: "* * * * * *", TZ: "UTC", Overlap: overlap, Misfire: "one", Created: at(-60_000)}
-		j := &mjob{key: "j1", id: 1, versions: []version{{sent: at(-60_000), recv: at(-59_950), st: st}}, manual: map[int64]string{}}
-		s := &seqRun{t: t, byID: map[int64]*mjob{1: j}, jobs: []*mjob{j}, gatedSeen: map[string]int{}, dc: newDeliveryModel()}
+		s, j := madeUpSeq(t, overlap, at(-60_000))
 		d := &checkData{byID: map[int64]*mrun{}, byJob: map[int64][]*mrun{}, atts: map[int64]map[int]*matt{}, delRun: map[int64][]mdelivery{}}
 		b := &mbackfill{job: j, from: at(-10_000), to: at(-5_000), sent: at(0), recv: at(50)}
 		for _, r := range runs {
@@ -123,7 +118,7 @@ func TestModelCheckBackfills(t *testing.T) {
 		}
 		// The answer lists the plan's occurrences in the range; those not
 		// created existed.
-		b.ans.Occurrences = st.occurrences(b.from.Add(-time.Nanosecond), b.to)
+		b.ans.Occurrences = j.cur().occurrences(b.from.Add(-time.Nanosecond), b.to)
 		for _, o := range b.ans.Occurrences {
 			if !slices.ContainsFunc(b.ans.Created, func(r *chronos.Run) bool { return r.ScheduledAt.Equal(o) }) {
 				b.ans.Existing = append(b.ans.Existing, o)
