@@ -108,6 +108,9 @@ func (s *seqRun) checkLimits(d *checkData) {
 			// arrived: the limit in force from a second before the
 			// earliest of them.
 			bound, ok := s.dc.limitBound(key, from.Add(-time.Second), B.At)
+			if ok && len(in)+1 == bound && len(in) > 0 {
+				s.fig.atLimit++ // the key full at the target: the check had something to hold
+			}
 			if !ok || len(in)+1 <= bound {
 				continue
 			}

@@ -262,7 +262,7 @@ type modelTotals struct {
 	sequences, ops, jobs, runs     int
 	deliveries, catchUps, apiCalls int
 	stalls                         int
-	backfilled, limited            int
+	backfilled, limited, atLimit   int
 	violations                     map[string]int
 	opKinds                        map[string]int
 }
@@ -280,6 +280,7 @@ func (m *modelTotals) add(s *seqRun) {
 	m.stalls += s.stalls
 	m.backfilled += s.fig.backfilled
 	m.limited += s.fig.limited
+	m.atLimit += s.fig.atLimit
 	for _, v := range s.vs {
 		m.violations[v.kind]++
 	}
@@ -349,9 +350,9 @@ func TestModel(t *testing.T) {
 			total += tot.violations[k]
 		}
 	}
-	t.Logf("model: seed %d: %d sequences in %s, %d operations %v, %d API calls, %d jobs, %d runs (%d catch-up, %d backfilled), %d deliveries (%d under a limit); %d occurrences folded or missed in gaps under a lock holder that created no run; %d violations (gated invariants counted apart) %s",
+	t.Logf("model: seed %d: %d sequences in %s, %d operations %v, %d API calls, %d jobs, %d runs (%d catch-up, %d backfilled), %d deliveries (%d under a limit, %d of them filling it); %d occurrences folded or missed in gaps under a lock holder that created no run; %d violations (gated invariants counted apart) %s",
 		seed, tot.sequences, time.Since(start).Round(time.Second), tot.ops, tot.opKinds, tot.apiCalls, tot.jobs, tot.runs,
-		tot.catchUps, tot.backfilled, tot.deliveries, tot.limited, tot.stalls, total, strings.Join(vs, " "))
+		tot.catchUps, tot.backfilled, tot.deliveries, tot.limited, tot.atLimit, tot.stalls, total, strings.Join(vs, " "))
 }
 
 // skewSupport says whether the built chronos knows CHRONOS_CLOCK_SKEW
@@ -400,8 +401,9 @@ type seqRun struct {
 	stopAt, restartAt, endAt time.Time
 
 	// backfilled: runs created by backfills; limited: requests whose
-	// limit key is certain, which checkLimits counts.
-	fig struct{ runs, deliveries, catchUps, backfilled, limited int }
+	// limit key is certain, which checkLimits counts; atLimit: those of
+	// them that arrived with their key's concurrency limit reached.
+	fig struct{ runs, deliveries, catchUps, backfilled, limited, atLimit int }
 }
 
 // seqRand is the random stream of sequence seq of seed: ChaCha8 keyed
@@ -694,8 +696,8 @@ func (s *seqRun) jobName(id int64) string {
 // report fails the sequence with its violations, seed and operations.
 func (s *seqRun) report() {
 	t := s.t
-	t.Logf("sequence %d: %d ops, %d jobs, %d runs (%d catch-up, %d backfilled), %d deliveries (%d under a limit), %d stops/kills/stalls, %d violations; %d occurrences folded or missed in a gap under a lock holder that created no run (stalled or stopping)",
-		s.seq, s.nops, len(s.jobs), s.fig.runs, s.fig.catchUps, s.fig.backfilled, s.fig.deliveries, s.fig.limited, len(s.stops), len(s.vs), s.stalls)
+	t.Logf("sequence %d: %d ops, %d jobs, %d runs (%d catch-up, %d backfilled), %d deliveries (%d under a limit, %d of them filling it), %d stops/kills/stalls, %d violations; %d occurrences folded or missed in a gap under a lock holder that created no run (stalled or stopping)",
+		s.seq, s.nops, len(s.jobs), s.fig.runs, s.fig.catchUps, s.fig.backfilled, s.fig.deliveries, s.fig.limited, s.fig.atLimit, len(s.stops), len(s.vs), s.stalls)
 	if len(s.vs) == 0 {
 		if testing.Verbose() {
 			t.Logf("operations:\n%s", strings.Join(s.ops, "\n"))
