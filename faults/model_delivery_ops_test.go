@@ -102,7 +102,7 @@ func (s *seqRun) deliveryOp(k int) {
 func (s *seqRun) limitOp() {
 	kind := s.rng.IntN(100)
 	key := modelLimitKeys[s.rng.IntN(len(modelLimitKeys))]
-	shape, conc, rate, per := s.rng.IntN(3), 1+s.rng.IntN(3), 3+s.rng.IntN(6), 1+s.rng.IntN(2)
+	body := s.limitBody()
 	clearKey, k := s.rng.IntN(4) == 0, s.rng.IntN(1<<20)
 	// Half the time a fast job only: a slow target under a concurrency
 	// limit of one builds a backlog the drain must wait for; slow ones
@@ -111,13 +111,6 @@ func (s *seqRun) limitOp() {
 	declared := s.dc.declared()
 	switch {
 	case kind < 30 || len(declared) == 0:
-		body := map[string]any{}
-		if shape != 1 {
-			body["max_concurrency"] = conc
-		}
-		if shape != 0 {
-			body["rate"], body["per_seconds"] = rate, per
-		}
 		s.putLimit(key, body)
 	case kind < 90:
 		j := s.pickJob(func(j *mjob) bool { return j.cur().Enabled && (!fastOnly || j.behave.delay < time.Second) })
@@ -132,6 +125,34 @@ func (s *seqRun) limitOp() {
 		s.patch("limit_key", j, body)
 	default:
 		s.deleteLimit(key)
+	}
+}
+
+// limitBody is a random limit: a concurrency limit of 1 to 3, a rate of
+// 3 to 8 per 1 or 2 s, or both.
+func (s *seqRun) limitBody() map[string]any {
+	shape, conc, rate, per := s.rng.IntN(3), 1+s.rng.IntN(3), 3+s.rng.IntN(6), 1+s.rng.IntN(2)
+	body := map[string]any{}
+	if shape != 1 {
+		body["max_concurrency"] = conc
+	}
+	if shape != 0 {
+		body["rate"], body["per_seconds"] = rate, per
+	}
+	return body
+}
+
+// declareDelivery declares, before the operations, the sequence's limits
+// and calendars (random settings and dates), so that the few
+// delivery-control operations among the others PATCH jobs onto them from
+// the first.
+func (s *seqRun) declareDelivery() {
+	s.via = s.rng.IntN(len(s.c.insts))
+	for _, key := range modelLimitKeys {
+		s.putLimit(key, s.limitBody())
+	}
+	for _, name := range modelCalendarNames {
+		s.putCalendar(name, s.calendarDates())
 	}
 }
 
@@ -255,26 +276,15 @@ func (s *seqRun) lastBackfill(j *mjob) *mbackfill {
 	return nil
 }
 
-// calendarOp puts a calendar with some of yesterday, today and tomorrow
-// (UTC; every model zone is within a day of it) and sometimes a date
-// far ahead, or PATCHes a cron job's calendars (one or both, policy skip
-// or next_business_day) or clears them.
+// calendarOp puts a calendar (calendarDates), or PATCHes a cron job's
+// calendars (one or both, policy skip or next_business_day) or clears
+// them.
 func (s *seqRun) calendarOp() {
 	name := modelCalendarNames[s.rng.IntN(len(modelCalendarNames))]
-	mask, far, attach := s.rng.IntN(8), s.rng.IntN(3) == 0, s.rng.IntN(100) < 50
+	dates, attach := s.calendarDates(), s.rng.IntN(100) < 50
 	both, detach := s.rng.IntN(3) == 0, s.rng.IntN(5) == 0
 	policy := []string{"skip", "next_business_day"}[s.rng.IntN(2)]
 	if !attach || len(s.dc.cals) == 0 {
-		today := time.Now().UTC()
-		var dates []string
-		for i := range 3 {
-			if mask&(1<<i) != 0 {
-				dates = append(dates, today.AddDate(0, 0, i-1).Format(time.DateOnly))
-			}
-		}
-		if far || len(dates) == 0 {
-			dates = append(dates, today.AddDate(0, 2, 0).Format(time.DateOnly))
-		}
 		s.putCalendar(name, dates)
 		return
 	}
@@ -299,6 +309,24 @@ func (s *seqRun) calendarOp() {
 		body["ends_at"] = nil
 	}
 	s.patch("calendars", j, body)
+}
+
+// calendarDates are some of yesterday, today and tomorrow (UTC; every
+// model zone is within a day of it), and sometimes a date two months
+// ahead (never none).
+func (s *seqRun) calendarDates() []string {
+	mask, far := s.rng.IntN(8), s.rng.IntN(3) == 0
+	today := time.Now().UTC()
+	var dates []string
+	for i := range 3 {
+		if mask&(1<<i) != 0 {
+			dates = append(dates, today.AddDate(0, 0, i-1).Format(time.DateOnly))
+		}
+	}
+	if far || len(dates) == 0 {
+		dates = append(dates, today.AddDate(0, 2, 0).Format(time.DateOnly))
+	}
+	return dates
 }
 
 // putCalendar creates or replaces a calendar; a change of its dates is a

@@ -446,6 +446,7 @@ func runModelSequence(t *testing.T, seed uint64, seq int, opsFor time.Duration) 
 	s.behind = s.startBehindSampler()
 	defer s.behind.stop()
 	s.start = time.Now()
+	s.declareDelivery()
 
 	// The operation phase.
 	for range 4 {
