@@ -14,7 +14,8 @@ import (
 // The delivery-control operations of the model (issue 24): limits
 // (PUT and DELETE of a limit, a PATCH of a job's limit_key), backfills
 // over a past range, and calendars (PUT of a calendar's dates, a PATCH
-// attaching calendars to a cron job). The model records what each did
+// attaching calendars to a cron job; a create may name a limit and a
+// calendar too, deliveryOnCreate). The model records what each did
 // for the checks of model_delivery_check_test.go; as for every other
 // operation, the random draws depend only on the model's own state.
 
@@ -125,6 +126,21 @@ func (s *seqRun) limitOp() {
 		s.patch("limit_key", j, body)
 	default:
 		s.deleteLimit(key)
+	}
+}
+
+// deliveryOnCreate names in a create's body, a quarter of the time, a
+// declared limit, and for a cron job without an end, a tenth of the
+// time, a calendar (with either policy).
+func (s *seqRun) deliveryOnCreate(body map[string]any, cron bool) {
+	limited, k, cal := s.rng.IntN(4) == 0, s.rng.IntN(1<<20), s.rng.IntN(10) == 0
+	policy := []string{"skip", "next_business_day"}[s.rng.IntN(2)]
+	if declared := s.dc.declared(); limited && len(declared) > 0 {
+		body["limit_key"] = declared[k%len(declared)]
+	}
+	names := slices.Sorted(maps.Keys(s.dc.cals))
+	if _, ends := body["ends_at"]; cal && cron && !ends && len(names) > 0 {
+		body["calendars"], body["calendar_policy"] = []string{names[k%len(names)]}, policy
 	}
 }
 

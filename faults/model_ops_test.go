@@ -206,6 +206,7 @@ func (s *seqRun) create(oneShot bool) {
 		body["cron_expr"] = modelCrons[s.rng.IntN(len(modelCrons))]
 		s.policies(body, cronGap(body["cron_expr"].(string)))
 	}
+	s.deliveryOnCreate(body, !oneShot)
 	s.tg.set(j.key, j.behave)
 	s.jobs = append(s.jobs, j)
 	var out chronos.Job
