@@ -31,6 +31,7 @@ type mrun struct {
 	LastError *string
 	FireAt    time.Time // available_at as created: scheduled_at plus the job's jitter
 	Started   *time.Time
+	LimitKey  *string // the key of its last lease (a PATCH moves pending runs only)
 }
 
 func (r *mrun) String() string {
@@ -72,7 +73,7 @@ func (s *seqRun) load() *checkData {
 		delRun: map[int64][]mdelivery{}, delKey: map[string][]mdelivery{}}
 	rows, err := s.c.db.Pool.Query(ctx, `
 		SELECT id, job_id, scheduled_at, trigger, catch_up, status, attempt_count, created_at, finished_at, last_error,
-		       coalesce(fire_at, scheduled_at), started_at
+		       coalesce(fire_at, scheduled_at), started_at, limit_key
 		  FROM job_runs ORDER BY id`)
 	if err != nil {
 		s.t.Fatalf("model: load runs: %v", err)
@@ -80,7 +81,7 @@ func (s *seqRun) load() *checkData {
 	for rows.Next() {
 		r := &mrun{}
 		if err := rows.Scan(&r.ID, &r.Job, &r.Sched, &r.Trigger, &r.CatchUp, &r.Status, &r.Attempts, &r.Created, &r.Finished, &r.LastError,
-			&r.FireAt, &r.Started); err != nil {
+			&r.FireAt, &r.Started, &r.LimitKey); err != nil {
 			s.t.Fatalf("model: load runs: %v", err)
 		}
 		d.runs = append(d.runs, r)
@@ -125,6 +126,7 @@ func (s *seqRun) check() {
 	s.checkAttempts(d)
 	s.checkClock(d)
 	s.checkPolicies(d)
+	s.checkDeliveryControl(d)
 	for _, j := range s.jobs {
 		if j.deleted || j.uncertain || j.id == 0 {
 			continue
@@ -495,6 +497,15 @@ func (s *seqRun) checkLate(d *checkData, j *mjob) {
 			if st.Cron == "" || st.Overlap == "queue_one" || st.Misfire == "all" {
 				exempt = true
 			}
+			// A run its limit holds waits for room by design.
+			if st.LimitKey != "" {
+				exempt = true
+			}
+		}
+		// Backfilled runs of the job go first (oldest first, one at a
+		// time under skip): a scheduled run waits behind them.
+		if backfillActive(d, j, r.Sched.Add(-5*time.Second), first.At) {
+			exempt = true
 		}
 		if !exempt {
 			ls = append(ls, late{r, first})

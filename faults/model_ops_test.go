@@ -45,7 +45,10 @@ func (s *seqRun) do() {
 		}
 	}
 	event := s.nops-s.lastEvent >= eventSpacing
-	r := s.rng.IntN(120)
+	// 0..119: the operations of issue 22 and before, in their weights;
+	// 120 and up: delivery control (limits, backfills, calendars), 12 by
+	// default (-model.dc).
+	r := s.rng.IntN(120 + max(*modelDCWeight, 0))
 	switch {
 	case s.nops <= 3:
 		s.create(s.nops == 3)
@@ -77,6 +80,8 @@ func (s *seqRun) do() {
 		s.killLeader()
 	case r < 91 && event:
 		s.restart(s.c.insts[s.rng.IntN(len(s.c.insts))], 0, false)
+	case r >= 120:
+		s.deliveryOp((r - 120) * 12 / max(*modelDCWeight, 1))
 	case r >= 100:
 		s.patchPolicy()
 	case r >= 96 && event:
@@ -201,6 +206,7 @@ func (s *seqRun) create(oneShot bool) {
 		body["cron_expr"] = modelCrons[s.rng.IntN(len(modelCrons))]
 		s.policies(body, cronGap(body["cron_expr"].(string)))
 	}
+	s.deliveryOnCreate(body, !oneShot)
 	s.tg.set(j.key, j.behave)
 	s.jobs = append(s.jobs, j)
 	var out chronos.Job
@@ -214,7 +220,7 @@ func (s *seqRun) create(oneShot bool) {
 	}
 	j.id = out.ID
 	s.byID[j.id] = j
-	j.versions = append(j.versions, version{sent: sent, recv: recv, st: stateOf(&out)})
+	j.versions = append(j.versions, version{sent: sent, recv: recv, st: s.stateOf(&out)})
 	s.logOp(kind, fmt.Sprintf("%s id %d (%s; max_retries %d)", desc, j.id, j.behave, j.maxRetries))
 }
 
@@ -321,6 +327,9 @@ func (s *seqRun) patchPolicy() {
 		if len(j.cur().Exclude) > 0 {
 			body["exclude"] = []chronos.DateRange{}
 		}
+		if len(j.cur().Cals) > 0 && window == 1 {
+			body["calendars"] = nil // likewise an end within a day its calendars take
+		}
 	}
 	s.patch(kind, j, body)
 }
@@ -335,15 +344,15 @@ func (s *seqRun) patch(kind string, j *mjob, body map[string]any) {
 		s.violate("api", "PATCH %s: %v", desc, err)
 		j.uncertain = true
 	case code == http.StatusOK:
-		j.versions = append(j.versions, version{sent: sent, recv: recv, st: stateOf(&out)})
-		desc += " " + stateOf(&out).String()
+		j.versions = append(j.versions, version{sent: sent, recv: recv, st: s.stateOf(&out)})
+		desc += " " + s.stateOf(&out).String()
 		// A paused job shows no next run; resuming a cron job starts from
 		// the first occurrence after now (issue 11, point 6).
 		switch {
 		case !out.Enabled && out.NextRunAt != nil:
 			s.violate("next-run-at", "PATCH %s: the paused job shows next_run_at %s", desc, out.NextRunAt.Format("15:04:05.000"))
 		case kind == "resume" && out.CronExpr != nil && (out.NextRunAt == nil || !out.NextRunAt.After(sent.Add(-modelTol))) &&
-			stateOf(&out).occurrences(recv, recv.Add(time.Hour)) != nil: // past ends_at: finished, rightly no next run
+			s.stateOf(&out).occurrences(recv, recv.Add(time.Hour)) != nil: // past ends_at: finished, rightly no next run
 			s.violate("next-run-at", "PATCH %s: the resumed cron job shows next_run_at %v, not after the resume", desc, out.NextRunAt)
 		}
 	case code == http.StatusBadRequest && j.cur().Cron != "" && (j.cur().occurrences(sent, sent.Add(time.Hour)) == nil ||

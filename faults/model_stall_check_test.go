@@ -16,14 +16,11 @@ import (
 // the docs call a gap.
 func TestModelCheckStalledLeaderIsAGap(t *testing.T) {
 	t.Parallel()
-	base := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	at := msClock()
 
 	run := func(behind bool) *seqRun {
-		st := jobState{ID: 1, Enabled: true, Cron: "* * * * * *", TZ: "UTC", Overlap: "allow", Misfire: "one", Created: at(0)}
-		j := &mjob{key: "j1", id: 1, versions: []version{{sent: at(0), recv: at(50), st: st}}, manual: map[int64]string{}}
-		s := &seqRun{t: t, byID: map[int64]*mjob{1: j}, jobs: []*mjob{j}, endAt: at(12_000), gatedSeen: map[string]int{},
-			behind: &behindSampler{}}
+		s, j := madeUpSeq(t, "allow", at(0))
+		s.endAt, s.behind = at(12_000), &behindSampler{}
 		d := &checkData{byID: map[int64]*mrun{}, byJob: map[int64][]*mrun{}, delRun: map[int64][]mdelivery{}}
 		// Runs for 1..3 s, then a catch-up for 9 s created at 9.2 s, then
 		// 10 and 11 s on time: 4..8 s folded.
@@ -72,4 +69,21 @@ func TestModelCheckStalledLeaderIsAGap(t *testing.T) {
 	if folded == 0 {
 		t.Errorf("a job kept ahead and folded under a working leader: violations %v, want folded-while-leading", s.vs)
 	}
+}
+
+// msClock returns instants given in milliseconds after a fixed base: the
+// clock of the checks' made-up data.
+func msClock() func(ms int) time.Time {
+	base := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	return func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+}
+
+// madeUpSeq is a sequence that knows one job, j1 (id 1): a per-second
+// cron job in UTC with the given overlap, created at created, for the
+// checks on made-up data.
+func madeUpSeq(t *testing.T, overlap string, created time.Time) (*seqRun, *mjob) {
+	st := jobState{ID: 1, Enabled: true, Cron: "* * * * * *", TZ: "UTC", Overlap: overlap, Misfire: "one", Created: created}
+	j := &mjob{key: "j1", id: 1, versions: []version{{sent: created, recv: created.Add(50 * time.Millisecond), st: st}}, manual: map[int64]string{}}
+	s := &seqRun{t: t, byID: map[int64]*mjob{1: j}, jobs: []*mjob{j}, gatedSeen: map[string]int{}, dc: newDeliveryModel()}
+	return s, j
 }

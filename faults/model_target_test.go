@@ -19,10 +19,16 @@ type mdelivery struct {
 	Attempt int
 	Sched   string // X-Chronos-Scheduled-At as sent
 	CatchUp string // X-Chronos-Catch-Up as sent ("" when absent)
-	At      time.Time
-	Done    time.Time
-	Status  int  // what the target answered (0 when the client left first)
-	Aborted bool // the client went away before the answer
+	// Backfill is X-Chronos-Backfill as sent ("" when absent).
+	Backfill string
+	At       time.Time
+	// Answered is when the target began its answer (zero when the client
+	// left first): the worker cannot have read it, nor ended the attempt
+	// because of it, before then.
+	Answered time.Time
+	Done     time.Time
+	Status   int  // what the target answered (0 when the client left first)
+	Aborted  bool // the client went away before the answer
 }
 
 // behaviour is how the target answers one job: after delay, with 500 for
@@ -80,6 +86,8 @@ func (tg *modelTarget) serve(w http.ResponseWriter, r *http.Request) {
 		At:      time.Now(),
 		Sched:   r.Header.Get("X-Chronos-Scheduled-At"),
 		CatchUp: r.Header.Get("X-Chronos-Catch-Up"),
+
+		Backfill: r.Header.Get("X-Chronos-Backfill"),
 	}
 	d.Run, _ = strconv.ParseInt(r.Header.Get("X-Chronos-Run-Id"), 10, 64)
 	d.Attempt, _ = strconv.Atoi(r.Header.Get("X-Chronos-Attempt"))
@@ -101,6 +109,7 @@ func (tg *modelTarget) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !d.Aborted {
+		d.Answered = time.Now()
 		w.WriteHeader(status)
 		if _, err := w.Write([]byte("model")); err != nil {
 			d.Aborted = true

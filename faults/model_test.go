@@ -35,6 +35,7 @@ var (
 	modelDuration = flag.Duration("model.duration", 0, "TestModel: run sequences until this long has passed (0: the short run)")
 	modelSeq      = flag.Int("model.seq", -1, "TestModel: run only this sequence of the seed (reproduces a failure)")
 	modelOpsFor   = flag.Duration("model.ops", 0, "TestModel: length of each sequence's operation phase (0: by mode)")
+	modelDCWeight = flag.Int("model.dc", 12, "TestModel: weight of the delivery-control operations (limits, backfills, calendars) beside the others' 120")
 )
 
 // Model timing. The cluster runs with a short lease, reaper and shutdown
@@ -64,6 +65,15 @@ type jobState struct {
 	Misfire          string // one, none, all
 	Deadline         *int   // starting_deadline_seconds
 	Created          time.Time
+
+	// Delivery control (issue 24): the job's limit_key ("" for none), and
+	// its calendars as they were in force (their dates, compiled: a
+	// calendar PUT is a new version of every job naming it) with the
+	// calendar_policy.
+	LimitKey  string
+	Cals      []*chronos.CalendarDays
+	CalDesc   string // the calendars' names and dates, for messages
+	CalPolicy string
 }
 
 func (s jobState) String() string {
@@ -94,13 +104,23 @@ func (s jobState) String() string {
 	if len(s.Exclude) > 0 {
 		out += fmt.Sprintf(" exclude=%v", s.Exclude)
 	}
+	if s.LimitKey != "" {
+		out += " limit=" + s.LimitKey
+	}
+	if len(s.Cals) > 0 {
+		out += " calendars=" + s.CalDesc + " " + s.CalPolicy
+	}
 	return out
 }
 
 func stateOf(j *chronos.Job) jobState {
 	s := jobState{ID: j.ID, Enabled: j.Enabled, TZ: j.Timezone, Overlap: string(j.Overlap),
 		StartsAt: j.StartsAt, EndsAt: j.EndsAt, Exclude: j.Exclude, Jitter: j.JitterSeconds,
-		Misfire: string(j.Misfire), Deadline: j.StartingDeadlineSeconds, Created: j.CreatedAt}
+		Misfire: string(j.Misfire), Deadline: j.StartingDeadlineSeconds, Created: j.CreatedAt,
+		CalPolicy: string(j.CalendarPolicy)}
+	if j.LimitKey != nil {
+		s.LimitKey = *j.LimitKey
+	}
 	if s.Misfire == "" {
 		s.Misfire = "one"
 	}
@@ -121,7 +141,7 @@ func (s jobState) schedule() *chronos.Schedule {
 		return nil
 	}
 	sc, err := chronos.NewSchedule(chronos.ScheduleSpec{CronExpr: s.Cron, Timezone: s.TZ, StartsAt: s.StartsAt,
-		EndsAt: s.EndsAt, Exclude: s.Exclude, Anchor: s.Created})
+		EndsAt: s.EndsAt, Exclude: s.Exclude, Anchor: s.Created, Calendars: s.Cals, Policy: chronos.CalendarPolicy(s.CalPolicy)})
 	if err != nil {
 		return nil
 	}
@@ -242,6 +262,7 @@ type modelTotals struct {
 	sequences, ops, jobs, runs     int
 	deliveries, catchUps, apiCalls int
 	stalls                         int
+	backfilled, limited, atLimit   int
 	violations                     map[string]int
 	opKinds                        map[string]int
 }
@@ -257,6 +278,9 @@ func (m *modelTotals) add(s *seqRun) {
 	m.catchUps += s.fig.catchUps
 	m.apiCalls += s.apiCalls
 	m.stalls += s.stalls
+	m.backfilled += s.fig.backfilled
+	m.limited += s.fig.limited
+	m.atLimit += s.fig.atLimit
 	for _, v := range s.vs {
 		m.violations[v.kind]++
 	}
@@ -271,7 +295,9 @@ func (m *modelTotals) add(s *seqRun) {
 // TestModel drives seeded random sequences of operations (create cron and
 // one-shot jobs with random policies, pause, resume, PATCH schedule, time
 // zone, overlap, jitter, exclusions, window, misfire and starting
-// deadline, trigger, redrive, delete) and cluster events (kill -9 of the leader,
+// deadline, trigger, redrive, delete; and delivery control: put and delete
+// limits, PATCH limit_key, backfill past ranges, put calendars and attach
+// them) and cluster events (kill -9 of the leader,
 // SIGTERM restart, an instance with a skewed clock) against a fresh
 // three-instance cluster per sequence, ends each with a cluster-wide
 // SIGTERM stop and restart, drains, and checks the invariants.
@@ -324,9 +350,9 @@ func TestModel(t *testing.T) {
 			total += tot.violations[k]
 		}
 	}
-	t.Logf("model: seed %d: %d sequences in %s, %d operations %v, %d API calls, %d jobs, %d runs (%d catch-up), %d deliveries; %d occurrences folded or missed in gaps under a lock holder that created no run; %d violations (gated invariants counted apart) %s",
+	t.Logf("model: seed %d: %d sequences in %s, %d operations %v, %d API calls, %d jobs, %d runs (%d catch-up, %d backfilled), %d deliveries (%d under a limit, %d of them filling it); %d occurrences folded or missed in gaps under a lock holder that created no run; %d violations (gated invariants counted apart) %s",
 		seed, tot.sequences, time.Since(start).Round(time.Second), tot.ops, tot.opKinds, tot.apiCalls, tot.jobs, tot.runs,
-		tot.catchUps, tot.deliveries, tot.stalls, total, strings.Join(vs, " "))
+		tot.catchUps, tot.backfilled, tot.deliveries, tot.limited, tot.atLimit, tot.stalls, total, strings.Join(vs, " "))
 }
 
 // skewSupport says whether the built chronos knows CHRONOS_CLOCK_SKEW
@@ -369,11 +395,15 @@ type seqRun struct {
 	vs        []violation
 	stalls    int            // occurrences folded or missed in a gap although one instance held the lock through their lookahead (stalled, or stopping)
 	gatedSeen map[string]int // violations of gated invariants (model_policy_check_test.go), by kind
+	dc        *deliveryModel // limits, calendars and backfills (model_delivery_ops_test.go)
 
 	// Set by the final phase.
 	stopAt, restartAt, endAt time.Time
 
-	fig struct{ runs, deliveries, catchUps int }
+	// backfilled: runs created by backfills; limited: requests whose
+	// limit key is certain, which checkLimits counts; atLimit: those of
+	// them that arrived with their key's concurrency limit reached.
+	fig struct{ runs, deliveries, catchUps, backfilled, limited, atLimit int }
 }
 
 // seqRand is the random stream of sequence seq of seed: ChaCha8 keyed
@@ -405,6 +435,7 @@ func runModelSequence(t *testing.T, seed uint64, seq int, opsFor time.Duration) 
 		t: t, seed: seed, seq: seq, opsFor: opsFor, rng: seqRand(seed, seq), c: c, tg: tg,
 		byID: map[int64]*mjob{}, opKinds: map[string]int{}, skew: map[string]time.Duration{},
 		baseEnv: map[string][]string{}, started: map[string]time.Time{}, lastEvent: -10, gatedSeen: map[string]int{},
+		dc: newDeliveryModel(),
 	}
 	for _, in := range c.insts {
 		s.baseEnv[in.id] = slices.Clone(in.env)
@@ -415,6 +446,7 @@ func runModelSequence(t *testing.T, seed uint64, seq int, opsFor time.Duration) 
 	s.behind = s.startBehindSampler()
 	defer s.behind.stop()
 	s.start = time.Now()
+	s.declareDelivery()
 
 	// The operation phase.
 	for range 4 {
@@ -540,9 +572,13 @@ func (s *seqRun) finish() time.Time {
 }
 
 // drain waits until no run is active and the target has nothing in
-// flight; what is still active after within is reported stuck.
+// flight; what is still active after within is reported stuck. Runs a
+// limit holds drain at the limit's pace: while a sequence that declared
+// limits keeps finishing runs, the drain waits on, up to three times
+// within.
 func (s *seqRun) drain(within time.Duration) {
-	deadline := time.Now().Add(within)
+	start := time.Now()
+	deadline, last := start.Add(within), -1
 	for {
 		var active int
 		err := s.c.db.Pool.QueryRow(context.Background(),
@@ -550,6 +586,12 @@ func (s *seqRun) drain(within time.Duration) {
 		_, inflight := s.tg.deliveries()
 		if err == nil && active == 0 && inflight == 0 {
 			return
+		}
+		if err == nil && len(s.dc.limits) > 0 && last >= 0 && active < last {
+			deadline = minTime(maxTime(deadline, time.Now().Add(within/3)), start.Add(3*within))
+		}
+		if err == nil {
+			last = active
 		}
 		if time.Now().After(deadline) {
 			rows, _ := s.c.db.Pool.Query(context.Background(), `
@@ -655,8 +697,8 @@ func (s *seqRun) jobName(id int64) string {
 // report fails the sequence with its violations, seed and operations.
 func (s *seqRun) report() {
 	t := s.t
-	t.Logf("sequence %d: %d ops, %d jobs, %d runs (%d catch-up), %d deliveries, %d stops/kills/stalls, %d violations; %d occurrences folded or missed in a gap under a lock holder that created no run (stalled or stopping)",
-		s.seq, s.nops, len(s.jobs), s.fig.runs, s.fig.catchUps, s.fig.deliveries, len(s.stops), len(s.vs), s.stalls)
+	t.Logf("sequence %d: %d ops, %d jobs, %d runs (%d catch-up, %d backfilled), %d deliveries (%d under a limit, %d of them filling it), %d stops/kills/stalls, %d violations; %d occurrences folded or missed in a gap under a lock holder that created no run (stalled or stopping)",
+		s.seq, s.nops, len(s.jobs), s.fig.runs, s.fig.catchUps, s.fig.backfilled, s.fig.deliveries, s.fig.limited, s.fig.atLimit, len(s.stops), len(s.vs), s.stalls)
 	if len(s.vs) == 0 {
 		if testing.Verbose() {
 			t.Logf("operations:\n%s", strings.Join(s.ops, "\n"))
@@ -689,6 +731,9 @@ func (s *seqRun) report() {
 			hist = append(hist, fmt.Sprintf("%.3fs %s", v.sent.Sub(s.start).Seconds(), v.st))
 		}
 		fmt.Fprintf(&b, "    %s id %d max_retries %d target %s deleted %v: %s\n", j.key, j.id, j.maxRetries, j.behave, j.deleted, strings.Join(hist, " | "))
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.dc.limits)) {
+		fmt.Fprintf(&b, "    limit %s %s\n", k, s.limitHistory(k))
 	}
 	b.WriteString("  operations:\n")
 	for _, o := range s.ops {
