@@ -59,6 +59,17 @@ func (db *DB) PutLimit(ctx context.Context, l *chronos.Limit) (created bool, err
 	if err != nil {
 		return false, mapErr(err, "put limit")
 	}
+	if created {
+		// Runs leased under the key before it was declared (again: its
+		// jobs moved off it, the limit deleted and put back) are in
+		// flight: counted now, not only at the leader's next recount.
+		if _, err := tx.Exec(ctx, `
+			UPDATE limits SET in_flight = (SELECT count(*) FROM job_runs
+			                                WHERE limit_key = $1 AND status IN ('leased', 'running'))
+			 WHERE key = $1`, l.Key); err != nil {
+			return false, mapErr(err, "put limit: count runs in flight")
+		}
+	}
 	if _, err := tx.Exec(ctx, "SELECT chronos_limit_release(ARRAY[$1::text], ARRAY[1000000])", l.Key); err != nil {
 		return false, mapErr(err, "put limit: release held runs")
 	}

@@ -381,3 +381,26 @@ func TestClaimBeforeLimits(t *testing.T) {
 		t.Errorf("the claim before limits lost its CTEs:\n%s", sql.ClaimSQLBeforeLimitsForTest)
 	}
 }
+
+// A key declared again while runs leased under it are still in flight
+// (its jobs moved off it, the limit deleted and put back) counts them at
+// once: it started at 0 and let more in until the leader's recount.
+func TestLimitRecreatedCountsRunsInFlight(t *testing.T) {
+	db, ctx := parallelDB(t)
+	putLimit(t, db, "k", ptr(2), nil, nil)
+	j := limitedJob(t, db, "k")
+	insertPending(t, db, j.ID, 2)
+	if got, err := db.Claim(ctx, "w", 10, time.Minute); err != nil || len(got) != 2 {
+		t.Fatalf("claim: %d, %v", len(got), err)
+	}
+	if _, err := db.UpdateJob(ctx, j.ID, &chronos.JobUpdate{LimitKey: chronos.Opt[string]{Set: true, Null: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteLimit(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	l := putLimit(t, db, "k", ptr(2), nil, nil)
+	if l.InFlight != 2 {
+		t.Fatalf("the key put back counts %d runs in flight, want the 2 leased under it", l.InFlight)
+	}
+}
