@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -82,13 +83,16 @@ func backfill(ctx context.Context, tx pgx.Tx, jobID int64, req chronos.BackfillR
 	todo := make([]time.Time, 0, len(b.Occurrences))
 	for _, t := range b.Occurrences {
 		if j.Enabled && rawNext != nil && !t.Before(*rawNext) {
-			b.Existing = append(b.Existing, t) // the materializer's
+			if !hasTime(b.Existing, t) { // listed once, had it a run already
+				b.Existing = append(b.Existing, t) // the materializer's
+			}
 			continue
 		}
 		if !hasTime(b.Existing, t) {
 			todo = append(todo, t)
 		}
 	}
+	slices.SortFunc(b.Existing, time.Time.Compare) // the runs' and the materializer's, in order
 	if len(todo) > 0 {
 		rows, err := tx.Query(ctx, `
 			INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)

@@ -126,3 +126,30 @@ func TestBackfillSkipsCalendarDates(t *testing.T) {
 		t.Fatalf("backfill: %d created, skipped %+v, %v", len(b.Created), b.Skipped, err)
 	}
 }
+
+// A job behind its schedule: the occurrences from its next_run_at on are
+// the materializer's (listed as existing, not created), each listed once
+// even when a run stands for it already.
+func TestBackfillOfAJobBehindListsEachOccurrenceOnce(t *testing.T) {
+	db, ctx, j := parallelJob(t, "0 * * * *")
+	now := dbNow(t, db).Truncate(time.Hour)
+	setNextRunAt(t, db, j.ID, ptr(now.Add(-3*time.Hour)))
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		VALUES ($1, $2, 'schedule', $2)`, j.ID, now.Add(-2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := db.Backfill(ctx, j.ID, chronos.BackfillRequest{From: now.Add(-5 * time.Hour), To: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Created) != 2 || len(b.Existing) != 3 {
+		t.Fatalf("created %d, existing %v: want 2 created (before next_run_at) and the 3 from it on, once each", len(b.Created), b.Existing)
+	}
+	seen := map[time.Time]bool{}
+	for _, at := range b.Existing {
+		if seen[at] {
+			t.Fatalf("occurrence %s listed twice as existing: %v", at, b.Existing)
+		}
+		seen[at] = true
+	}
+}
