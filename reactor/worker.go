@@ -113,7 +113,7 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	}
 	// A host's deferral (429/503 with Retry-After) hands the run back
 	// uncounted instead; any other outcome tells the host's breaker.
-	origin := chronos.Origin(c.Job.TargetURL)
+	origin := r.origins.of(c.Job.TargetURL)
 	if r.hosts.deferRun(c, origin, res) {
 		ren.stop()
 		return
