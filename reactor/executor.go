@@ -37,11 +37,19 @@ const HeaderBackfill = "X-Chronos-Backfill"
 // use; every call shares one transport.
 type executor struct {
 	client *http.Client
-	secret []byte
+	secret []byte // the cluster's SIGNING_SECRET, as configured
+	// clusterKeys holds the secret's HMAC key (chronos.SigningKey), decoded
+	// once rather than per delivery; nil without a secret.
+	clusterKeys [][]byte
 }
 
 func newExecutor(cfg Config) *executor {
+	var keys [][]byte
+	if cfg.SigningSecret != "" {
+		keys = [][]byte{chronos.SigningKey(cfg.SigningSecret)}
+	}
 	return &executor{
+		clusterKeys: keys,
 		client: &http.Client{
 			Transport: newTransport(cfg.WorkerConcurrency, cfg.TargetPolicy()),
 			// A redirect is the target's answer, not an instruction: 3xx
