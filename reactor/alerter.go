@@ -414,9 +414,9 @@ func (a *alerter) sign(h http.Header, dest string, al *sql.DeadAlert, body []byt
 	now := time.Now()
 	var keys [][]byte
 	if dest == "job" {
-		keys = signingKeys(&chronos.Job{SigningSecrets: al.SigningSecrets}, a.r.exec.secret, now)
-	} else if len(a.r.exec.secret) > 0 {
-		keys = [][]byte{chronos.SigningKey(string(a.r.exec.secret))}
+		keys = a.r.exec.signingKeys(&chronos.Job{SigningSecrets: al.SigningSecrets}, now)
+	} else {
+		keys = a.r.exec.clusterKeys
 	}
 	if len(keys) == 0 {
 		return

@@ -191,7 +191,9 @@ func (c *completer) write(batch []completion) {
 // attemptedEvent describes a recorded attempt for the bus.
 func attemptedEvent(instance string, x completion, status chronos.RunStatus) chronos.Event {
 	o := x.out
-	started := o.StartedAt.UTC()
+	// The event's instants share one allocation.
+	at := new([3]time.Time)
+	at[0] = o.StartedAt.UTC()
 	e := chronos.Event{
 		Type:       chronos.EventAttempted,
 		Instance:   instance,
@@ -203,15 +205,15 @@ func attemptedEvent(instance string, x completion, status chronos.RunStatus) chr
 		Error:      o.Error,
 		DurationMS: float64(o.FinishedAt.Sub(o.StartedAt)) / float64(time.Millisecond),
 		Trigger:    x.run.Trigger,
-		StartedAt:  &started,
+		StartedAt:  &at[0],
 	}
 	if !x.run.ScheduledAt.IsZero() {
-		t := x.run.ScheduledAt.UTC()
-		e.ScheduledAt = &t
+		at[1] = x.run.ScheduledAt.UTC()
+		e.ScheduledAt = &at[1]
 	}
 	if !x.run.CreatedAt.IsZero() {
-		t := x.run.CreatedAt.UTC()
-		e.CreatedAt = &t
+		at[2] = x.run.CreatedAt.UTC()
+		e.CreatedAt = &at[2]
 	}
 	return e
 }

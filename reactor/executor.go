@@ -10,6 +10,7 @@ import (
 	"net/http/httptrace"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,11 +37,19 @@ const HeaderBackfill = "X-Chronos-Backfill"
 // use; every call shares one transport.
 type executor struct {
 	client *http.Client
-	secret []byte
+	secret []byte // the cluster's SIGNING_SECRET, as configured
+	// clusterKeys holds the secret's HMAC key (chronos.SigningKey), decoded
+	// once rather than per delivery; nil without a secret.
+	clusterKeys [][]byte
 }
 
 func newExecutor(cfg Config) *executor {
+	var keys [][]byte
+	if cfg.SigningSecret != "" {
+		keys = [][]byte{chronos.SigningKey(cfg.SigningSecret)}
+	}
 	return &executor{
+		clusterKeys: keys,
 		client: &http.Client{
 			Transport: newTransport(cfg.WorkerConcurrency, cfg.TargetPolicy()),
 			// A redirect is the target's answer, not an instruction: 3xx
@@ -83,30 +92,50 @@ func (r attemptResult) Success() bool {
 // timeout. It never returns an error: every failure is part of the result,
 // the way the run's history records it.
 func (e *executor) do(ctx context.Context, job *chronos.Job, run *chronos.Run) attemptResult {
-	res := attemptResult{StartedAt: time.Now()}
-	timeout := job.Timeout()
-	if timeout <= 0 {
-		timeout = chronos.DefaultTimeoutSeconds * time.Second
-	}
+	timeout := jobTimeout(job)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	return e.call(ctx, job, run, timeout)
+}
 
-	req, err := e.request(ctx, job, run)
-	if err != nil {
-		res.FinishedAt = time.Now()
-		res.Err = err.Error()
-		return res
+// jobTimeout is how long one attempt of job may take.
+func jobTimeout(job *chronos.Job) time.Duration {
+	if t := job.Timeout(); t > 0 {
+		return t
 	}
+	return chronos.DefaultTimeoutSeconds * time.Second
+}
+
+// call is do under a ctx that the caller has already bounded by timeout
+// (the job's, see jobTimeout): a worker makes one context per delivery
+// serve for both the timeout and its own cancellation.
+func (e *executor) call(ctx context.Context, job *chronos.Job, run *chronos.Run, timeout time.Duration) attemptResult {
+	res := attemptResult{StartedAt: time.Now()}
 	var sent atomic.Bool
 	// Writing the headers is where bytes may start to reach the target:
 	// from there on the request counts as sent, even if the write fails
 	// half way (counting an attempt that did not arrive is safe; not
 	// counting one that did is how a run gets delivered without bound).
-	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		WroteHeaderField: func(string, []string) { sent.Store(true) },
-		WroteHeaders:     func() { sent.Store(true) },
-		WroteRequest:     func(httptrace.WroteRequestInfo) { sent.Store(true) },
-	}))
+	// The trace goes into the context the request is built with, so the
+	// request is not copied to carry it.
+	trace := &httptrace.ClientTrace{
+		WroteHeaders: func() { sent.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { sent.Store(true) },
+	}
+	trace.WroteHeaderField = func(string, []string) {
+		sent.Store(true)
+		// The first field written is what counts; net/http allocates
+		// the values it passes to this hook for every field after it,
+		// so the hook removes itself. Only the goroutine writing the
+		// request reads it.
+		trace.WroteHeaderField = nil
+	}
+	req, err := e.request(httptrace.WithClientTrace(ctx, trace), job, run)
+	if err != nil {
+		res.FinishedAt = time.Now()
+		res.Err = err.Error()
+		return res
+	}
 	resp, err := e.client.Do(req)
 	res.Sent = sent.Load() || resp != nil
 	if err != nil {
@@ -115,14 +144,18 @@ func (e *executor) do(ctx context.Context, job *chronos.Job, run *chronos.Run) a
 		res.HostFailure = !errors.Is(err, ErrTargetRefused) && !errors.Is(ctx.Err(), context.Canceled)
 		return res
 	}
-	stored, readErr := io.ReadAll(io.LimitReader(resp.Body, maxStoredBody))
+	body := bodyBuffers.Get().(*[maxStoredBody + 1]byte)
+	lr := &io.LimitedReader{R: resp.Body, N: maxStoredBody}
+	stored, readErr := readAll(lr, body[:0])
 	// Drain a bounded remainder so the connection goes back to the pool;
 	// a larger body costs us the connection, not the worker's time.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrainBody))
+	lr.N = maxDrainBody
+	_, _ = io.Copy(io.Discard, lr)
 	_ = resp.Body.Close()
 	res.FinishedAt = time.Now()
 	res.StatusCode = resp.StatusCode
-	res.Body = sanitizeBody(stored)
+	res.Body = sanitizeBody(stored) // a copy: the buffer goes back now
+	bodyBuffers.Put(body)
 	if readErr != nil {
 		// The status line is the target's answer; a body cut short is
 		// only noted.
@@ -161,27 +194,93 @@ func (e *executor) request(ctx context.Context, job *chronos.Job, run *chronos.R
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
 	}
-	req.Header.Set("User-Agent", UserAgent)
+	h := req.Header
+	n := 6 + len(job.Headers) // User-Agent, Content-Type, the run's three, catch-up or backfill
+	if len(e.secret) > 0 || len(job.SigningSecrets) > 0 {
+		n += 5 // see sign
+	}
+	if n > smallHeaders {
+		// Sized once rather than grown while the headers are set.
+		h = make(http.Header, n)
+		req.Header = h
+	}
+	// Chronos's own headers are stored under their canonical names
+	// directly; their values are slices of one array, and the run's
+	// numbers and instant one string, rather than an allocation each.
+	vals := make([]string, 0, 5)
+	set := func(key, v string) {
+		vals = append(vals, v)
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	set(keyUserAgent, UserAgent)
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		set(keyContentType, "application/json")
 	}
 	// The job's headers may override User-Agent and Content-Type; the
 	// X-Chronos-* headers below are reserved (Job.Validate refuses them)
 	// and set last, so they are always ours.
 	for k, v := range job.Headers {
-		req.Header.Set(k, v)
+		h.Set(k, v)
 	}
-	req.Header.Set(HeaderRunID, strconv.FormatInt(run.ID, 10))
-	req.Header.Set(HeaderAttempt, strconv.Itoa(run.AttemptCount))
-	req.Header.Set(HeaderScheduledAt, run.ScheduledAt.UTC().Format(time.RFC3339Nano))
+	var buf [64]byte
+	b := strconv.AppendInt(buf[:0], run.ID, 10)
+	idEnd := len(b)
+	b = strconv.AppendInt(b, int64(run.AttemptCount), 10)
+	attemptEnd := len(b)
+	b = run.ScheduledAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	nums := string(b)
+	set(keyRunID, nums[:idEnd])
+	set(keyAttempt, nums[idEnd:attemptEnd])
+	set(keyScheduledAt, nums[attemptEnd:])
 	if run.CatchUp {
-		req.Header.Set(HeaderCatchUp, "true")
+		h[keyCatchUp] = trueValue
 	}
 	if run.Trigger == chronos.TriggerBackfill {
-		req.Header.Set(HeaderBackfill, "true")
+		h[keyBackfill] = trueValue
 	}
-	e.sign(req.Header, job, run, body)
+	e.sign(h, job, run, body)
 	return req, nil
+}
+
+// smallHeaders is how many headers fit the map NewRequest makes without
+// it growing.
+const smallHeaders = 8
+
+// The canonical names of the headers request sets itself: what
+// http.Header.Set would store them under.
+var (
+	keyUserAgent   = http.CanonicalHeaderKey("User-Agent")
+	keyContentType = http.CanonicalHeaderKey("Content-Type")
+	keyRunID       = http.CanonicalHeaderKey(HeaderRunID)
+	keyAttempt     = http.CanonicalHeaderKey(HeaderAttempt)
+	keyScheduledAt = http.CanonicalHeaderKey(HeaderScheduledAt)
+	keyCatchUp     = http.CanonicalHeaderKey(HeaderCatchUp)
+	keyBackfill    = http.CanonicalHeaderKey(HeaderBackfill)
+)
+
+// trueValue is the value of the boolean headers. It is shared, so it has
+// no room to append to: a caller adding a value gets a new slice.
+var trueValue = []string{"true"}
+
+// bodyBuffers hold the stored part of responses while they are read: one
+// more byte than is kept, so reading never needs to grow it.
+var bodyBuffers = sync.Pool{New: func() any { return new([maxStoredBody + 1]byte) }}
+
+// readAll is io.ReadAll into buf, which has room for all r may return.
+func readAll(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return buf, err
+		}
+		if len(buf) == cap(buf) {
+			return buf, nil
+		}
+	}
 }
 
 // describeError turns a transport error into the attempt's error text.

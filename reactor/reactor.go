@@ -23,6 +23,9 @@ type Reactor struct {
 	disp   *dispatcher
 	comp   *completer
 	hosts  *hostTracker
+	// origins remembers each target URL's origin (hosts.go keys by it)
+	// so that a delivery does not parse its URL again.
+	origins originCache
 
 	// hard is cancelled when shutdown runs out of grace: it cancels the
 	// HTTP calls still in flight. Set by Run before any worker starts.

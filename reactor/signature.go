@@ -64,22 +64,18 @@ func VerifyWebhook(key []byte, id, timestamp string, body []byte, header string)
 // signingKeys are the HMAC keys that sign a delivery of job at now: every
 // active secret of the job's own, with a ClusterDefault entry standing for
 // the cluster's secret; or, for a job without its own, the cluster's
-// secret. None when nothing is configured.
-func signingKeys(job *chronos.Job, cluster []byte, now time.Time) [][]byte {
+// secret (e.clusterKeys, shared: callers only read it). None when nothing
+// is configured.
+func (e *executor) signingKeys(job *chronos.Job, now time.Time) [][]byte {
 	if len(job.SigningSecrets) == 0 {
-		if len(cluster) == 0 {
-			return nil
-		}
-		return [][]byte{chronos.SigningKey(string(cluster))}
+		return e.clusterKeys
 	}
 	keys := make([][]byte, 0, len(job.SigningSecrets))
 	for _, s := range job.SigningSecrets {
 		switch {
 		case !s.Active(now):
 		case s.ClusterDefault:
-			if len(cluster) > 0 {
-				keys = append(keys, chronos.SigningKey(string(cluster)))
-			}
+			keys = append(keys, e.clusterKeys...)
 		default:
 			keys = append(keys, chronos.SigningKey(s.Secret))
 		}
@@ -96,7 +92,7 @@ func signingKeys(job *chronos.Job, cluster []byte, now time.Time) [][]byte {
 // to webhook-signature.
 func (e *executor) sign(h http.Header, job *chronos.Job, run *chronos.Run, body []byte) {
 	now := time.Now()
-	keys := signingKeys(job, e.secret, now)
+	keys := e.signingKeys(job, now)
 	if len(keys) == 0 {
 		return
 	}

@@ -45,7 +45,10 @@ func (r *Reactor) deliver(c sql.Claimed) {
 		return
 	}
 
-	callCtx, cancelCall := context.WithCancel(r.hard)
+	// One context bounds the call by the job's timeout and lets a lost
+	// lease cancel it.
+	timeout := jobTimeout(c.Job)
+	callCtx, cancelCall := context.WithTimeout(r.hard, timeout)
 	defer cancelCall()
 	var lost atomic.Bool
 	onLost := func() {
@@ -73,7 +76,7 @@ func (r *Reactor) deliver(c sql.Claimed) {
 		started <- err
 	})
 	ren := startRenewer(r.db, r.log, lease, r.cfg.LeaseDuration, func(error) { onLost() })
-	res := r.exec.do(callCtx, c.Job, c.Run)
+	res := r.exec.call(callCtx, c.Job, c.Run, timeout)
 	var startErr error
 	startRan := !startTimer.Stop()
 	if startRan {
@@ -110,7 +113,7 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	}
 	// A host's deferral (429/503 with Retry-After) hands the run back
 	// uncounted instead; any other outcome tells the host's breaker.
-	origin := chronos.Origin(c.Job.TargetURL)
+	origin := r.origins.of(c.Job.TargetURL)
 	if r.hosts.deferRun(c, origin, res) {
 		ren.stop()
 		return

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -162,30 +163,58 @@ const (
 )
 
 // scanClaimed reads a row of the claim: claimRunColumns, claimJobColumns
-// and the wait in microseconds. The run is leased to worker.
-func scanClaimed(row pgx.CollectableRow, worker string) (Claimed, error) {
+// and the wait in microseconds. The run is leased to *worker (one string
+// for the whole claim: nothing writes through a run's LeasedBy).
+func scanClaimed(row pgx.CollectableRow, worker *string) (Claimed, error) {
 	var (
 		r       = chronos.Run{Status: chronos.StatusLeased}
 		j       chronos.Job
-		payload []byte
 		secrets []storedSecret
 		wait    int64
 	)
+	// The payload is scanned into j.Payload directly: pgx copies a json
+	// column into a []byte of its own.
+	payload := (*[]byte)(&j.Payload)
 	if err := row.Scan(&r.ID, &r.JobID, &r.ScheduledAt, &r.Trigger, &r.CatchUp, &r.AttemptCount, &r.AvailableAt,
 		&r.LeasedUntil, &r.CreatedAt,
-		&j.ID, &j.TargetURL, &j.Method, &j.Headers, &payload, &j.TimeoutSeconds, &j.Backoff,
-		&j.BackoffBaseSeconds, &j.BackoffMaxSeconds, &secrets, &wait); err != nil {
+		&j.ID, &j.TargetURL, &j.Method, headersScan{&j.Headers}, payload, &j.TimeoutSeconds, &j.Backoff,
+		&j.BackoffBaseSeconds, &j.BackoffMaxSeconds, secretsScan{&secrets}, &wait); err != nil {
 		return Claimed{}, err
 	}
-	r.LeasedBy = &worker
-	if payload != nil {
-		j.Payload = append([]byte(nil), payload...)
-	}
+	r.LeasedBy = worker
 	if j.Headers == nil {
 		j.Headers = map[string]string{}
 	}
 	j.SigningSecrets = fromStored(secrets)
 	return Claimed{Run: normRun(&r), Job: &j, Wait: time.Duration(wait) * time.Microsecond}, nil
+}
+
+// headersScan and secretsScan read a claimed job's headers and signing
+// secrets (jsonb) the way pgx would, with encoding/json, except that the
+// column's default, an empty object or array, is not decoded at all: it
+// leaves the destination nil, which scanClaimed reads as empty, and is
+// what nearly every job holds. They take the bytes pgx received
+// (pgtype.BytesScanner), so nothing is copied either.
+type (
+	headersScan struct{ dst *map[string]string }
+	secretsScan struct{ dst *[]storedSecret }
+)
+
+// ScanBytes implements pgtype.BytesScanner.
+func (s headersScan) ScanBytes(src []byte) error { return scanJSON(src, s.dst, "{}") }
+
+// ScanBytes implements pgtype.BytesScanner.
+func (s secretsScan) ScanBytes(src []byte) error { return scanJSON(src, s.dst, "[]") }
+
+// scanJSON decodes a json(b) value src into *dst, which it zeroes first
+// as pgx does; NULL and the value empty leave it zero.
+func scanJSON[T any](src []byte, dst *T, empty string) error {
+	var zero T
+	*dst = zero
+	if src == nil || string(src) == empty {
+		return nil
+	}
+	return json.Unmarshal(src, dst)
 }
 
 // claimableSQL is the condition on a pending run r that its job puts on
@@ -232,7 +261,7 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 	if err != nil {
 		return nil, mapErr(err, "claim runs")
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) { return scanClaimed(row, worker) })
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) { return scanClaimed(row, &worker) })
 	if err != nil {
 		return nil, mapErr(err, "claim runs")
 	}

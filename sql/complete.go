@@ -131,6 +131,13 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 		recorded = make([]bool, 0, n)
 		sched    = make([]time.Time, 0, n)
 	)
+	// The nullable values point into these arrays: an allocation per
+	// column rather than per outcome.
+	var (
+		codeVals = make([]int32, n)
+		textVals = make([]string, 2*n)
+		msVals   = make([]int64, n)
+	)
 	index := make(map[int64]int, n) // run id -> position in outs
 	for i, o := range outs {
 		if _, dup := index[o.RunID]; dup {
@@ -142,14 +149,14 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 		workers = append(workers, o.Worker)
 		attempts = append(attempts, int32(o.Attempt))
 		success = append(success, o.Success)
-		codes = append(codes, nonZero(int32(o.StatusCode)))
-		errs = append(errs, nonEmpty(storable(o.Error, maxErrorBytes)))
-		bodies = append(bodies, nonEmpty(storable(o.Body, MaxBodyBytes)))
+		codes = append(codes, nonZeroIn(&codeVals[i], int32(o.StatusCode)))
+		errs = append(errs, nonEmptyIn(&textVals[2*i], storable(o.Error, maxErrorBytes)))
+		bodies = append(bodies, nonEmptyIn(&textVals[2*i+1], storable(o.Body, MaxBodyBytes)))
 		retry = append(retry, max(0, micros(o.RetryDelay)))
 		var ms *int64
 		if !o.StartedAt.IsZero() && !o.FinishedAt.IsZero() {
-			d := o.FinishedAt.Sub(o.StartedAt).Milliseconds()
-			ms = &d
+			ms = &msVals[i]
+			*ms = o.FinishedAt.Sub(o.StartedAt).Milliseconds()
 		}
 		duration = append(duration, ms)
 		recorded = append(recorded, o.StartRecorded)
@@ -160,27 +167,50 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 	if err != nil {
 		return nil, mapErr(err, "complete runs")
 	}
-	type fate struct {
+	var (
 		id     int64
-		status *string
-	}
-	fates, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (fate, error) {
-		var f fate
-		err := r.Scan(&f.id, &f.status)
-		return f, err
+		status statusScan
+	)
+	_, err = pgx.ForEachRow(rows, []any{&id, &status}, func() error {
+		i := index[id]
+		if !status.ok {
+			res[i].Err = fmt.Errorf("complete run %d attempt %d: %w", id, outs[i].Attempt, ErrLeaseLost)
+			return nil
+		}
+		res[i].Status = status.status
+		return nil
 	})
 	if err != nil {
 		return nil, mapErr(err, "complete runs")
 	}
-	for _, f := range fates {
-		i := index[f.id]
-		if f.status == nil {
-			res[i].Err = fmt.Errorf("complete run %d attempt %d: %w", f.id, outs[i].Attempt, ErrLeaseLost)
-			continue
-		}
-		res[i].Status = chronos.RunStatus(*f.status)
-	}
 	return res, nil
+}
+
+// statusScan reads a run's status, NULL leaving ok false, without an
+// allocation for the statuses a run can have (pgtype.BytesScanner).
+type statusScan struct {
+	status chronos.RunStatus
+	ok     bool
+}
+
+// runStatuses are the values job_runs.status may hold (its CHECK).
+var runStatuses = []chronos.RunStatus{chronos.StatusPending, chronos.StatusLeased, chronos.StatusRunning,
+	chronos.StatusSucceeded, chronos.StatusDead}
+
+// ScanBytes implements pgtype.BytesScanner.
+func (s *statusScan) ScanBytes(src []byte) error {
+	*s = statusScan{ok: src != nil}
+	if src == nil {
+		return nil
+	}
+	for _, st := range runStatuses {
+		if string(src) == string(st) {
+			s.status = st
+			return nil
+		}
+	}
+	s.status = chronos.RunStatus(src) // a copy: src is the driver's
+	return nil
 }
 
 // storable makes s valid UTF-8 without NUL bytes (Postgres text accepts
@@ -200,16 +230,27 @@ func storable(s string, limit int) string {
 	return s[:cut]
 }
 
-func nonZero(v int32) *int32 {
+// nonZero is v, or nil (NULL) when v is 0.
+func nonZero(v int32) *int32 { return nonZeroIn(new(int32), v) }
+
+// nonEmpty is s, or nil (NULL) when s is "".
+func nonEmpty(s string) *string { return nonEmptyIn(new(string), s) }
+
+// nonZeroIn is nonZero storing v in *p, so that a batch's values can
+// share one array.
+func nonZeroIn(p *int32, v int32) *int32 {
 	if v == 0 {
 		return nil
 	}
-	return &v
+	*p = v
+	return p
 }
 
-func nonEmpty(s string) *string {
+// nonEmptyIn is nonEmpty storing s in *p (see nonZeroIn).
+func nonEmptyIn(p *string, s string) *string {
 	if s == "" {
 		return nil
 	}
-	return &s
+	*p = s
+	return p
 }
