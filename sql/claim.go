@@ -254,9 +254,9 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 	if lease <= 0 {
 		return nil, fmt.Errorf("claim runs: lease duration %v is not positive", lease)
 	}
-	rows, err := db.Pool.QueryIndexWalk(ctx, db.hostsSQL(ctx, claimSQL), worker, n, micros(lease), max(0, micros(ahead)))
+	rows, err := db.Pool.QueryPlannedOnce(ctx, db.hostsSQL(ctx, claimSQL), worker, n, micros(lease), max(0, micros(ahead)))
 	if beforeLimits(err) {
-		rows, err = db.Pool.QueryIndexWalk(ctx, db.hostsSQL(ctx, claimSQLBeforeLimits), worker, n, micros(lease), max(0, micros(ahead)))
+		rows, err = db.Pool.QueryPlannedOnce(ctx, db.hostsSQL(ctx, claimSQLBeforeLimits), worker, n, micros(lease), max(0, micros(ahead)))
 	}
 	if err != nil {
 		return nil, mapErr(err, "claim runs")

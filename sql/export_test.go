@@ -2,6 +2,8 @@ package sql
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -26,6 +28,39 @@ func ExplainClaim(ctx context.Context, db *DB, n int) ([]string, error) {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+// ExplainClaimGeneric returns the generic plan (EXPLAIN EXECUTE under
+// plan_cache_mode force_generic_plan, not run) of the claim of n runs:
+// the plan QueryPlannedOnce runs it from.
+func ExplainClaimGeneric(ctx context.Context, db *DB, n int) ([]string, error) {
+	tx, err := db.Pool.Pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only; the rollback ends it
+	for _, q := range []string{
+		"PREPARE claim_generic (text, int, bigint, bigint) AS " + claimSQL,
+		"SET LOCAL plan_cache_mode = force_generic_plan",
+		"SET LOCAL enable_seqscan = off", // as sql.Pool.QueryPlannedOnce runs it
+	} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := tx.Query(ctx, fmt.Sprintf("EXPLAIN (COSTS OFF) EXECUTE claim_generic('explain', %d, 60000000, 20000)", n))
+	if err != nil {
+		return nil, err
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(strings.Join(plan, "\n"), "$4") {
+		return nil, fmt.Errorf("not a generic plan (no parameter left in it):\n%s", strings.Join(plan, "\n"))
+	}
+	_, err = tx.Exec(ctx, "DEALLOCATE claim_generic")
+	return plan, err
 }
 
 // CreateStats reports, for tests, how many coalesced create batches were

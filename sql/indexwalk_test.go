@@ -74,10 +74,22 @@ func TestDeliveryPathWalksIndexesOnStaleStatistics(t *testing.T) {
 		t.Errorf("a fenced write of one run scans %d partitions, want 1:\n%s", n, renew)
 	}
 
-	// The setting was the statement's alone.
-	var v string
-	if err := db.Pool.QueryRow(ctx, "SHOW enable_bitmapscan").Scan(&v); err != nil || v != "on" {
-		t.Errorf("enable_bitmapscan = %q (%v) after the statement, want on", v, err)
+	// The settings were the statement's alone, the claim's included.
+	show := func() (v [3]string) {
+		if err := db.Pool.QueryRow(ctx, "SELECT current_setting('enable_bitmapscan'), current_setting('jit'), "+
+			"current_setting('plan_cache_mode') || current_setting('enable_seqscan')").Scan(&v[0], &v[1], &v[2]); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := show()
+	rows, err := db.Pool.QueryPlannedOnce(ctx, sql.ClaimSQLForTest, "w", 1, int64(30e6), int64(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if after := show(); after != before || before[0] != "on" {
+		t.Errorf("enable_bitmapscan, jit, plan_cache_mode+enable_seqscan: %v after the statements, %v before", after, before)
 	}
 }
 

@@ -30,7 +30,7 @@ type Pool struct {
 }
 
 // asyncCommitSQL sets synchronous_commit for the current transaction only.
-const asyncCommitSQL = "SELECT set_config('synchronous_commit', 'off', true)"
+const asyncCommitSQL = "SELECT " + asyncCommitSetting
 
 // async tells whether a call with args takes the asynchronous-commit
 // path: a query option as the first argument (a QueryExecMode, result
@@ -77,8 +77,36 @@ func (p *Pool) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, er
 	return p.queryAfter(ctx, []string{asyncCommitSQL}, sql, args...)
 }
 
-// indexWalkSQL turns bitmap scans off for the current transaction only.
-const indexWalkSQL = "SELECT set_config('enable_bitmapscan', 'off', true)"
+// The delivery path's statements run with settings made for their own
+// implicit transaction only (set_config's is_local), sent in the same
+// batch as the statement, in one statement of their own: one round trip.
+const (
+	// noBitmapSetting: see QueryIndexWalk.
+	noBitmapSetting = "set_config('enable_bitmapscan', 'off', true)"
+	// noJITSetting: JIT compilation is for statements that run for
+	// seconds. A plan whose estimated cost crossed jit_above_cost, as a
+	// generic plan of the claim does once job_runs holds a million pending
+	// runs, was compiled on every call: 1.3 s of LLVM for a claim that
+	// runs in 1.5 ms.
+	noJITSetting = "set_config('jit', 'off', true)"
+	// genericPlanSetting and noSeqScanSetting: see QueryPlannedOnce.
+	genericPlanSetting = "set_config('plan_cache_mode', 'force_generic_plan', true)"
+	noSeqScanSetting   = "set_config('enable_seqscan', 'off', true)"
+	// asyncCommitSetting: see Pool.
+	asyncCommitSetting = "set_config('synchronous_commit', 'off', true)"
+)
+
+// settingsSQL is one statement that makes the settings.
+func settingsSQL(settings ...string) string { return "SELECT " + strings.Join(settings, ", ") }
+
+// The settings statements of QueryIndexWalk and QueryPlannedOnce, with
+// and without the asynchronous commit.
+var (
+	indexWalkSQL        = settingsSQL(noBitmapSetting, noJITSetting)
+	indexWalkAsyncSQL   = settingsSQL(noBitmapSetting, noJITSetting, asyncCommitSetting)
+	plannedOnceSQL      = settingsSQL(noBitmapSetting, noJITSetting, genericPlanSetting, noSeqScanSetting)
+	plannedOnceAsyncSQL = settingsSQL(noBitmapSetting, noJITSetting, genericPlanSetting, noSeqScanSetting, asyncCommitSetting)
+)
 
 // QueryIndexWalk is Query for the statements of the delivery path (the
 // claim, the completion) whose only good plan walks an index: bitmap
@@ -89,13 +117,38 @@ const indexWalkSQL = "SELECT set_config('enable_bitmapscan', 'off', true)"
 // 20,000 due, where the ordered walk of job_runs_claimable_idx takes under
 // a millisecond), and a completion ANDed the lease index's thousands of
 // entries with the run id's one. A bitmap scan cannot return rows in
-// index order, and no plan of these statements needs one.
+// index order, and no plan of these statements needs one. JIT is off too
+// (noJITSetting).
 func (p *Pool) QueryIndexWalk(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	pre := []string{indexWalkSQL}
+	pre := indexWalkSQL
 	if p.async(args) {
-		pre = append(pre, asyncCommitSQL)
+		pre = indexWalkAsyncSQL
 	}
-	return p.queryAfter(ctx, pre, sql, args...)
+	return p.queryAfter(ctx, []string{pre}, sql, args...)
+}
+
+// QueryPlannedOnce is QueryIndexWalk for a statement whose good plan does
+// not depend on its arguments' values: it runs from the connection's
+// generic plan of the statement (plan_cache_mode force_generic_plan),
+// made once per connection, instead of a plan made for each call's
+// values. The claim is such a statement (its walk of
+// job_runs_claimable_idx is the cheapest plan whatever its LIMIT, since
+// the job's conditions are checked per row walked), and planning it took
+// 1.5 ms per call, as long as running it. Through a transaction pooler
+// (unnamed statements) it is planned on every call as before.
+//
+// A generic plan is made without the values, so the planner guesses how
+// many rows a CTE yields (a tenth of the due runs for LIMIT $2, thousands
+// where a claim takes at most a few hundred), and on that guess it chose
+// a sequential scan of a job_runs partition for the claim's update of the
+// runs held over their limit. Sequential scans are off for the statement,
+// so every table with an index is read through one.
+func (p *Pool) QueryPlannedOnce(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	pre := plannedOnceSQL
+	if p.async(args) {
+		pre = plannedOnceAsyncSQL
+	}
+	return p.queryAfter(ctx, []string{pre}, sql, args...)
 }
 
 // QueryRowIndexWalk is QueryIndexWalk's QueryRow: for a worker's fenced
