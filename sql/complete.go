@@ -162,7 +162,7 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 		recorded = append(recorded, o.StartRecorded)
 		sched = append(sched, o.ScheduledAt)
 	}
-	rows, err := db.Pool.QueryIndexWalk(ctx, completeSQL, ids, workers, attempts, success, codes, errs, bodies,
+	rows, err := db.Pool.QueryPlannedOnce(ctx, completeSQL, ids, workers, attempts, success, codes, errs, bodies,
 		retry, duration, recorded, sched)
 	if err != nil {
 		return nil, mapErr(err, "complete runs")

@@ -30,17 +30,25 @@ func ExplainClaim(ctx context.Context, db *DB, n int) ([]string, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// ExplainClaimGeneric returns the generic plan (EXPLAIN EXECUTE under
-// plan_cache_mode force_generic_plan, not run) of the claim of n runs:
+// ExplainClaimGeneric returns the generic plan of the claim of n runs:
 // the plan QueryPlannedOnce runs it from.
 func ExplainClaimGeneric(ctx context.Context, db *DB, n int) ([]string, error) {
+	return ExplainGeneric(ctx, db, claimSQL, "text, int, bigint, bigint", fmt.Sprintf("'explain', %d, 60000000, 20000", n))
+}
+
+// ExplainGeneric returns the generic plan (EXPLAIN EXECUTE under
+// plan_cache_mode force_generic_plan, not run) of statement q, whose
+// parameters have the given types, executed with args (SQL literals):
+// the plan QueryPlannedOnce runs q from. It fails on a plan that is not
+// generic.
+func ExplainGeneric(ctx context.Context, db *DB, q, types, args string) ([]string, error) {
 	tx, err := db.Pool.Pool.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only; the rollback ends it
 	for _, q := range []string{
-		"PREPARE claim_generic (text, int, bigint, bigint) AS " + claimSQL,
+		"PREPARE generic_plan (" + types + ") AS " + q,
 		"SET LOCAL plan_cache_mode = force_generic_plan",
 		"SET LOCAL enable_seqscan = off", // as sql.Pool.QueryPlannedOnce runs it
 	} {
@@ -48,7 +56,7 @@ func ExplainClaimGeneric(ctx context.Context, db *DB, n int) ([]string, error) {
 			return nil, err
 		}
 	}
-	rows, err := tx.Query(ctx, fmt.Sprintf("EXPLAIN (COSTS OFF) EXECUTE claim_generic('explain', %d, 60000000, 20000)", n))
+	rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) EXECUTE generic_plan("+args+")")
 	if err != nil {
 		return nil, err
 	}
@@ -56,10 +64,14 @@ func ExplainClaimGeneric(ctx context.Context, db *DB, n int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !strings.Contains(strings.Join(plan, "\n"), "$4") {
-		return nil, fmt.Errorf("not a generic plan (no parameter left in it):\n%s", strings.Join(plan, "\n"))
+	var generic int64
+	if err := tx.QueryRow(ctx, "SELECT generic_plans FROM pg_prepared_statements WHERE name = 'generic_plan'").Scan(&generic); err != nil {
+		return nil, err
 	}
-	_, err = tx.Exec(ctx, "DEALLOCATE claim_generic")
+	if generic == 0 {
+		return nil, fmt.Errorf("not a generic plan:\n%s", strings.Join(plan, "\n"))
+	}
+	_, err = tx.Exec(ctx, "DEALLOCATE generic_plan")
 	return plan, err
 }
 

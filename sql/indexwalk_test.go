@@ -58,6 +58,25 @@ func TestDeliveryPathWalksIndexesOnStaleStatistics(t *testing.T) {
 	if strings.Contains(complete, "Bitmap") {
 		t.Errorf("the completion plans a bitmap scan:\n%s", complete)
 	}
+	// The plans they run from (sql.Pool.QueryPlannedOnce), made without
+	// the values: no bitmap scan, no sequential scan of a partition.
+	generic := map[string][3]string{
+		"claim": {sql.ClaimSQLForTest, "text, int, bigint, bigint", "'w', 100, 30000000, 0"},
+		"completion": {sql.CompleteSQLForTest,
+			"bigint[], text[], int[], bool[], int[], text[], text[], bigint[], bigint[], bool[], timestamptz[]",
+			"'{1,2,3}', '{w,w,w}', '{1,1,1}', '{t,t,t}', '{NULL,NULL,NULL}', '{NULL,NULL,NULL}', '{NULL,NULL,NULL}', " +
+				"'{0,0,0}', '{NULL,NULL,NULL}', '{f,f,f}', array[now(), now(), now()]"},
+	}
+	for name, g := range generic {
+		plan, err := sql.ExplainGeneric(ctx, db, g[0], g[1], g[2])
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		text := strings.Join(plan, "\n")
+		if strings.Contains(text, "Bitmap") || len(bigSeqScans(t, db, text)) > 0 {
+			t.Errorf("the %s's generic plan scans a partition of due runs:\n%s", name, text)
+		}
+	}
 
 	// A worker's write of its run looks in the run's partition only (its
 	// lease carries the partition key), not in each of the dozen a week's
