@@ -283,7 +283,7 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 // is sent. It creates no run_attempts row: Start and Complete do, as for
 // any other run.
 func (db *DB) StartAhead(ctx context.Context, l Lease) error {
-	tag, err := db.Pool.Exec(ctx, `
+	tag, err := db.Pool.ExecPlannedOnce(ctx, `
 		UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
 		 WHERE `+fence, fenceArgs(l)...)
 	return fenced(l, tag.RowsAffected(), err, "start run ahead", "start run %d attempt %d ahead")
@@ -296,7 +296,7 @@ func (db *DB) StartAhead(ctx context.Context, l Lease) error {
 // Starting twice is harmless: the second finds the row and keeps it.
 func (db *DB) Start(ctx context.Context, l Lease) error {
 	var n int64
-	err := db.Pool.QueryRowIndexWalk(ctx, `
+	err := db.Pool.QueryRowPlannedOnce(ctx, `
 		WITH started AS (
 			UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
 			 WHERE `+fence+`
@@ -315,7 +315,7 @@ func (db *DB) Start(ctx context.Context, l Lease) error {
 // A lease past its leased_until that the reaper has not yet taken is still
 // the worker's: renewing it is allowed, the fence is on identity, not time.
 func (db *DB) Renew(ctx context.Context, l Lease, d time.Duration) error {
-	tag, err := db.Pool.Exec(ctx, `
+	tag, err := db.Pool.ExecPlannedOnce(ctx, `
 		UPDATE job_runs SET leased_until = now() + $5::bigint * interval '1 microsecond'
 		 WHERE `+fence, fenceArgs(l, micros(d))...)
 	return fenced(l, tag.RowsAffected(), err, "renew lease", "renew lease of run %d attempt %d")

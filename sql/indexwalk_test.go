@@ -1,6 +1,7 @@
 package sql_test
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -91,6 +92,24 @@ func TestDeliveryPathWalksIndexesOnStaleStatistics(t *testing.T) {
 	renew := explain(t, db.Pool.QueryIndexWalk, "UPDATE job_runs SET leased_until = now() WHERE "+sql.FenceForTest, run.id, "w", 1, run.at)
 	if n := len(partitionsIn(renew)); n != 1 {
 		t.Errorf("a fenced write of one run scans %d partitions, want 1:\n%s", n, renew)
+	}
+	// So does the generic plan it runs from (sql.Pool.ExecPlannedOnce),
+	// pruned when it starts.
+	plan, err := sql.ExplainGeneric(ctx, db, "UPDATE job_runs SET leased_until = now() WHERE "+sql.FenceForTest,
+		"bigint, text, int, timestamptz", fmt.Sprintf("%d, 'w', 1, '%s'", run.id, run.at.Format(time.RFC3339Nano)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (It names every partition as a possible target of the update; it
+	// scans one.)
+	var scans []string
+	for _, line := range plan {
+		if strings.Contains(line, " Scan ") {
+			scans = append(scans, line)
+		}
+	}
+	if n := len(partitionsIn(strings.Join(scans, "\n"))); n != 1 {
+		t.Errorf("the generic plan of a fenced write of one run scans %d partitions, want 1:\n%s", n, strings.Join(plan, "\n"))
 	}
 
 	// The settings were the statement's alone, the claim's included.

@@ -151,12 +151,24 @@ func (p *Pool) QueryPlannedOnce(ctx context.Context, sql string, args ...any) (p
 	return p.queryAfter(ctx, []string{pre}, sql, args...)
 }
 
-// QueryRowIndexWalk is QueryIndexWalk's QueryRow: for a worker's fenced
-// write of one run, whose fence (run id, worker, attempt, status) a
-// bitmap plan would AND with the lease index's every entry.
-func (p *Pool) QueryRowIndexWalk(ctx context.Context, sql string, args ...any) pgx.Row {
-	rows, err := p.QueryIndexWalk(ctx, sql, args...)
+// QueryRowPlannedOnce is QueryPlannedOnce's QueryRow: for a worker's
+// fenced write of one run (see fence), whose plan, made for each call,
+// took longer than the write itself (about a millisecond, most of it
+// pruning the partitions of job_runs; the generic plan prunes them when
+// it starts, from the run's partition key in the fence).
+func (p *Pool) QueryRowPlannedOnce(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := p.QueryPlannedOnce(ctx, sql, args...)
 	return &batchRow{rows: rows, err: err}
+}
+
+// ExecPlannedOnce is QueryRowPlannedOnce's Exec.
+func (p *Pool) ExecPlannedOnce(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	rows, err := p.QueryPlannedOnce(ctx, sql, args...)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	rows.Close()
+	return rows.CommandTag(), rows.Err()
 }
 
 // queryAfter sends the settings statements pre and then sql in one batch:
