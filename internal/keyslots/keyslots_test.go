@@ -4,8 +4,10 @@ import "testing"
 
 func TestSlotsCapPerKey(t *testing.T) {
 	s := Slots{Max: 2}
-	if !s.Take("a") || !s.Take("a") {
-		t.Fatal("the first two slots of a key were refused")
+	for i := range 2 {
+		if !s.Take("a") {
+			t.Fatalf("slot %d of a key with Max 2 was refused", i+1)
+		}
 	}
 	if s.Take("a") {
 		t.Fatal("a third slot of a key with Max 2 was given")
