@@ -52,6 +52,15 @@ func ValidateLimitKey(field, key string) error {
 	return nil
 }
 
+// Window is the rate's window in seconds: PerSeconds, or a second when
+// it is unset (as Validate sets it).
+func (l *Limit) Window() int {
+	if l.PerSeconds == nil {
+		return DefaultLimitPerSecond
+	}
+	return *l.PerSeconds
+}
+
 // Validate checks a limit's settable fields and returns an EINVALID error
 // naming each bad one. A rate without per_seconds means per second.
 func (l *Limit) Validate() error {

@@ -1,9 +1,9 @@
 package chronos
 
 import (
-	"encoding/json"
-	"os"
 	"testing"
+
+	"github.com/chronoshq/chronos/internal/fixtures"
 )
 
 // testdata/origins.json holds target URLs with the origin each names.
@@ -11,15 +11,7 @@ import (
 // Postgres agree on every case.
 func TestOrigin(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("testdata/origins.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []struct{ URL, Origin string }
-	if err := json.Unmarshal(raw, &cases); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cases {
+	for _, c := range fixtures.Origins(t, ".") {
 		if got := Origin(c.URL); got != c.Origin {
 			t.Errorf("Origin(%q) = %q, want %q", c.URL, got, c.Origin)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // TestReadyzVersions: /readyz shows this binary's version and schema
@@ -35,14 +36,7 @@ func TestReadyzVersions(t *testing.T) {
 	if _, err := e.db.RegisterInstance(ctx, "node-x", "v1.2.3"); err != nil {
 		t.Fatal(err)
 	}
-	lead, err := sql.ConnectLeader(ctx, dsn, "node-x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lead.Close(context.Background())
-	if ok, err := lead.TryLock(ctx); err != nil || !ok {
-		t.Fatalf("lock: %v %v", ok, err)
-	}
+	lead := sqltest.Leading(t, ctx, dsn, "node-x")
 
 	w := e.doKey("GET", "/readyz", nil, "")
 	wantStatus(t, w, nethttp.StatusOK)

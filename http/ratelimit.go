@@ -11,6 +11,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/keyslots"
 )
 
 // Defaults of the per-key abuse limits: generous, so no honest client
@@ -23,20 +24,19 @@ const (
 )
 
 // limits holds one token bucket (golang.org/x/time/rate) and one tap
-// stream count per key name. Both maps are bounded by the configured keys.
+// stream count per key name. Both are bounded by the configured keys.
 type limits struct {
-	rate    rate.Limit // 0: no rate limit
-	burst   int
-	maxTaps int // 0: no cap
+	rate  rate.Limit // 0: no rate limit
+	burst int
+	taps  keyslots.Slots // Max 0: no cap
 
 	mu      sync.Mutex
 	buckets map[string]*rate.Limiter
-	taps    map[string]int
 }
 
 func newLimits(cfg Config) *limits {
-	l := &limits{rate: rate.Limit(cfg.RateLimit), burst: cfg.RateBurst, maxTaps: cfg.MaxTapStreams,
-		buckets: map[string]*rate.Limiter{}, taps: map[string]int{}}
+	l := &limits{rate: rate.Limit(cfg.RateLimit), burst: cfg.RateBurst, taps: keyslots.Slots{Max: cfg.MaxTapStreams},
+		buckets: map[string]*rate.Limiter{}}
 	if l.burst < 1 {
 		l.burst = max(1, int(math.Ceil(cfg.RateLimit)))
 	}
@@ -61,25 +61,6 @@ func (l *limits) wait(key string, now time.Time) time.Duration {
 		return d
 	}
 	return 0
-}
-
-// acquireTap takes one of key's tap stream slots, if one is free.
-func (l *limits) acquireTap(key string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.maxTaps > 0 && l.taps[key] >= l.maxTaps {
-		return false
-	}
-	l.taps[key]++
-	return true
-}
-
-func (l *limits) releaseTap(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.taps[key]--; l.taps[key] <= 0 {
-		delete(l.taps, key)
-	}
 }
 
 // admit applies the caller's rate limit: past it, a 429 with Retry-After
@@ -108,12 +89,12 @@ func (s *Server) tapSlot(c *gin.Context) {
 		return
 	}
 	key := CallerOf(c).Name
-	if !s.limits.acquireTap(key) {
+	if !s.limits.taps.Take(key) {
 		c.Header("Retry-After", strconv.Itoa(tapRetryAfter))
 		writeEnvelope(c, nethttp.StatusTooManyRequests, chronos.Errorf(chronos.ERATELIMITED,
-			"API key %q already holds %d event-tap streams, the most allowed at once", key, s.limits.maxTaps))
+			"API key %q already holds %d event-tap streams, the most allowed at once", key, s.limits.taps.Max))
 		return
 	}
-	defer s.limits.releaseTap(key)
+	defer s.limits.taps.Give(key)
 	c.Next()
 }

@@ -68,9 +68,7 @@ func TestTapStreamCap(t *testing.T) {
 	first.resp.Body.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		e.srv.limits.mu.Lock()
-		n := e.srv.limits.taps["key-"+keyHashPrefix(testKey)]
-		e.srv.limits.mu.Unlock()
+		n := e.srv.limits.taps.Open("key-" + keyHashPrefix(testKey))
 		if n == 1 {
 			break
 		}

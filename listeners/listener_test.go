@@ -3,14 +3,14 @@ package listeners_test
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
+	"github.com/chronoshq/chronos/internal/testlog"
+	"github.com/chronoshq/chronos/internal/testwait"
 	"github.com/chronoshq/chronos/listeners"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
@@ -42,7 +42,7 @@ func start(t *testing.T, instance string) *harness {
 	h := &harness{t: t, dsn: dsn, db: db, bus: bus.New(), instance: instance, done: make(chan error, 1)}
 	h.sub = h.bus.Subscribe(1000, nil)
 	t.Cleanup(h.sub.Close)
-	h.l = listeners.New(listeners.Config{DSN: dsn, Instance: instance}, h.bus, testLogger(t))
+	h.l = listeners.New(listeners.Config{DSN: dsn, Instance: instance}, h.bus, testlog.Verbose(t))
 	runCtx, runCancel := context.WithCancel(context.Background())
 	h.cancel = runCancel
 	go func() { h.done <- h.l.Run(runCtx) }()
@@ -58,14 +58,7 @@ func (h *harness) stop() {
 	}
 	h.cancel()
 	h.cancel = nil
-	select {
-	case err := <-h.done:
-		if err != nil {
-			h.t.Errorf("Run returned %v after cancel, want nil", err)
-		}
-	case <-time.After(20 * time.Second):
-		h.t.Fatalf("Run did not return within 20s of cancel")
-	}
+	testwait.Nil(h.t, h.done, 20*time.Second, "Run after cancel")
 	if h.l.Connected() {
 		h.t.Errorf("Connected() is true after Run returned")
 	}
@@ -91,20 +84,6 @@ func (h *harness) next(typ chronos.EventType, timeout time.Duration, fail ...chr
 			h.t.Fatalf("no %s event within %v", typ, timeout)
 		}
 	}
-}
-
-func testLogger(t *testing.T) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
 }
 
 func newJob(name string) *chronos.Job {
@@ -282,19 +261,12 @@ func TestListenerStopsWhileDisconnected(t *testing.T) {
 		t.Fatalf("Connected() = true with no server")
 	}
 	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run = %v, want nil", err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatalf("Run did not return after cancel, while in a backoff of at least 4s")
-	}
+	testwait.Nil(t, done, 3*time.Second, "Run after cancel, while in a backoff of at least 4s")
 }
 
 func TestListenerBadDSN(t *testing.T) {
 	t.Parallel()
-	l := listeners.New(listeners.Config{DSN: "postgres://%zz", Instance: "l-bad"}, bus.New(), testLogger(t))
+	l := listeners.New(listeners.Config{DSN: "postgres://%zz", Instance: "l-bad"}, bus.New(), testlog.Verbose(t))
 	err := l.Run(context.Background())
 	if err == nil {
 		t.Fatalf("Run with an unparsable DSN returned nil")

@@ -2,15 +2,15 @@ package reactor
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
+	"github.com/chronoshq/chronos/internal/testlog"
+	"github.com/chronoshq/chronos/internal/testwait"
 	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
@@ -57,7 +57,7 @@ func ltStart(t *testing.T, dsn string, db *sql.DB, name string, poll time.Durati
 	t.Helper()
 	b := bus.New()
 	rl := &ltRunning{name: name, bus: b, done: make(chan error, 1), following: make(chan struct{})}
-	log := slog.New(reactortest.SignalOn(ltLog(t).Handler(), LogFollowing, rl.following))
+	log := slog.New(reactortest.SignalOn(testlog.Verbose(t).Handler(), LogFollowing, rl.following))
 	rl.Leader = NewLeader(LeaderConfig{DSN: dsn, Instance: name, PollInterval: poll}, db, b, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	rl.cancel = cancel
@@ -88,34 +88,13 @@ func (rl *ltRunning) stop(t *testing.T) {
 	}
 	rl.cancel()
 	rl.cancel = nil
-	select {
-	case err := <-rl.done:
-		if err != nil {
-			t.Errorf("%s: Run = %v, want nil", rl.name, err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s: Run did not return within 20s of cancel", rl.name)
-	}
+	testwait.Nil(t, rl.done, 20*time.Second, rl.name+": Run after cancel")
 	if rl.IsLeader() || rl.working.Load() {
 		t.Errorf("%s: after Run returned: IsLeader=%v working=%v", rl.name, rl.IsLeader(), rl.working.Load())
 	}
 	if rl.badState.Load() {
 		t.Errorf("%s: IsLeader was false while work was still running", rl.name)
 	}
-}
-
-func ltLog(t *testing.T) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(ltWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-type ltWriter struct{ t *testing.T }
-
-func (w ltWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
 }
 
 // ltWaitFor polls cond every 2ms until it holds or d passes.
@@ -310,7 +289,7 @@ func TestLeaderWorkReturningGivesUp(t *testing.T) {
 	t.Parallel()
 	dsn, db := ltDB(t)
 	b := bus.New()
-	l := NewLeader(LeaderConfig{DSN: dsn, Instance: "ret-a", PollInterval: 20 * time.Millisecond}, db, b, ltLog(t))
+	l := NewLeader(LeaderConfig{DSN: dsn, Instance: "ret-a", PollInterval: 20 * time.Millisecond}, db, b, testlog.Verbose(t))
 	sub := b.Subscribe(100, func(e chronos.Event) bool { return e.Type == chronos.EventLeaderChanged })
 	defer sub.Close()
 	var runs atomic.Int32
@@ -356,19 +335,12 @@ func TestLeaderRunTwice(t *testing.T) {
 func TestLeaderUnreachableStopsOnCancel(t *testing.T) {
 	t.Parallel()
 	// No database at all: the pool is never used, since it never leads.
-	l := NewLeader(LeaderConfig{DSN: "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable", Instance: "unreach"}, nil, bus.New(), ltLog(t))
+	l := NewLeader(LeaderConfig{DSN: "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable", Instance: "unreach"}, nil, bus.New(), testlog.Verbose(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- l.Run(ctx, nil) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run = %v, want nil", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("Run did not return after its context ended")
-	}
+	testwait.Nil(t, done, 20*time.Second, "Run after its context ended")
 	if l.IsLeader() {
 		t.Fatalf("leads without a database")
 	}

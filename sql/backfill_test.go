@@ -101,9 +101,7 @@ func TestBackfillLimits(t *testing.T) {
 
 	// A scheduled run stands for its occurrence.
 	at := now.Add(-3 * time.Minute)
-	if _, err := db.Pool.Exec(ctx, `INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at) VALUES ($1, $2, 'schedule', $2)`, j.ID, at); err != nil {
-		t.Fatal(err)
-	}
+	insertScheduled(t, db, j.ID, at)
 	b, err = db.Backfill(ctx, j.ID, chronos.BackfillRequest{From: now.Add(-5 * time.Minute), To: now})
 	if err != nil || len(b.Created) != 4 || len(b.Existing) != 1 || !b.Existing[0].Equal(at) {
 		t.Fatalf("backfill around a scheduled run: %d created, existing %v, %v", len(b.Created), b.Existing, err)
@@ -134,10 +132,7 @@ func TestBackfillOfAJobBehindListsEachOccurrenceOnce(t *testing.T) {
 	db, ctx, j := parallelJob(t, "0 * * * *")
 	now := dbNow(t, db).Truncate(time.Hour)
 	setNextRunAt(t, db, j.ID, ptr(now.Add(-3*time.Hour)))
-	if _, err := db.Pool.Exec(ctx, `INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
-		VALUES ($1, $2, 'schedule', $2)`, j.ID, now.Add(-2*time.Hour)); err != nil {
-		t.Fatal(err)
-	}
+	insertScheduled(t, db, j.ID, now.Add(-2*time.Hour))
 	b, err := db.Backfill(ctx, j.ID, chronos.BackfillRequest{From: now.Add(-5 * time.Hour), To: now})
 	if err != nil {
 		t.Fatal(err)

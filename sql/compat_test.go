@@ -1,13 +1,13 @@
 package sql_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // TestTooOldNeverLeads: when the schema requires a newer binary to lead
@@ -22,20 +22,13 @@ func TestTooOldNeverLeads(t *testing.T) {
 	if sql.SchemaLevel() < 14 {
 		t.Fatalf("schema level %d", sql.SchemaLevel())
 	}
-	leader, err := sql.ConnectLeader(ctx, dsn, "old")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer leader.Close(context.Background())
-	if ok, err := leader.TryLock(ctx); err != nil || !ok {
-		t.Fatalf("lock: %v %v", ok, err)
-	}
+	leader := sqltest.Leading(t, ctx, dsn, "old")
 
 	// A migration raises the minimum past this binary.
 	if _, err := db.Pool.Exec(ctx, `UPDATE chronos_compat SET min_lead_level = $1, reason = 'test'`, sql.SchemaLevel()+1); err != nil {
 		t.Fatal(err)
 	}
-	err = leader.Ping(ctx)
+	err := leader.Ping(ctx)
 	var tooOld *sql.TooOldError
 	if !errors.As(err, &tooOld) || !strings.Contains(err.Error(), "upgrade") {
 		t.Fatalf("ping of a leader below the minimum: %v, want a TooOldError that says to upgrade", err)
@@ -47,11 +40,7 @@ func TestTooOldNeverLeads(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	old, err := sql.ConnectLeader(ctx, dsn, "old")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close(context.Background())
+	old := sqltest.Leader(t, ctx, dsn, "old")
 	if ok, err := old.TryLock(ctx); err != nil || ok {
 		t.Fatalf("a binary below the minimum took the lock: %v %v", ok, err)
 	}

@@ -118,6 +118,16 @@ func insertPending(t testing.TB, db *sql.DB, jobID int64, n int) {
 	}
 }
 
+// insertScheduled inserts the scheduled run of job's occurrence at, due
+// at it, as the materializer would have.
+func insertScheduled(t testing.TB, db *sql.DB, jobID int64, at time.Time) {
+	t.Helper()
+	if _, err := db.Pool.Exec(context.Background(), `INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
+		VALUES ($1, $2, 'schedule', $2)`, jobID, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func mustRun(t testing.TB, db *sql.DB, id int64) *chronos.Run {
 	t.Helper()
 	r, err := db.Run(context.Background(), id)

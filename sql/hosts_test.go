@@ -1,13 +1,12 @@
 package sql_test
 
 import (
-	"encoding/json"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/fixtures"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -17,15 +16,7 @@ import (
 func TestChronosOriginAgreesWithGo(t *testing.T) {
 	t.Parallel()
 	db := sqltest.New(t)
-	raw, err := os.ReadFile("../testdata/origins.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cases []struct{ URL, Origin string }
-	if err := json.Unmarshal(raw, &cases); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cases {
+	for _, c := range fixtures.Origins(t, "..") {
 		var got string
 		if err := db.Pool.QueryRow(t.Context(), "SELECT chronos_origin($1)", c.URL).Scan(&got); err != nil {
 			t.Fatal(err)

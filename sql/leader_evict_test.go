@@ -70,11 +70,7 @@ func TestFollowerEndsAnOutdatedLeader(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
 	old := holdAsOldBinary(t, dsn, "chronos-pre017")
-	follower, err := sql.ConnectLeader(t.Context(), dsn, "chronos-new")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer follower.Close(context.Background())
+	follower := sqltest.Leader(t, t.Context(), dsn, "chronos-new")
 	ok, evicted := takeLeadWithin(t, follower, 10*time.Second)
 	if !ok {
 		t.Fatalf("the follower never took the lock from a binary too old to step down (evicted %v)", evicted)
@@ -121,22 +117,11 @@ func TestFollowerKeepsAnAllowedLeader(t *testing.T) {
 				}
 			}
 			if tc.marker {
-				leader, err := sql.ConnectLeader(t.Context(), dsn, "chronos-allowed")
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer leader.Close(context.Background())
-				if ok, err := leader.TryLock(t.Context()); err != nil || !ok {
-					t.Fatalf("lock: %v %v", ok, err)
-				}
+				sqltest.Leading(t, t.Context(), dsn, "chronos-allowed")
 			} else {
 				holdAsOldBinary(t, dsn, "chronos-allowed")
 			}
-			follower, err := sql.ConnectLeader(t.Context(), dsn, "chronos-follower")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer follower.Close(context.Background())
+			follower := sqltest.Leader(t, t.Context(), dsn, "chronos-follower")
 			if ok, evicted := takeLeadWithin(t, follower, time.Second); ok || len(evicted) != 0 {
 				t.Fatalf("the follower took the lock (%v) or ended the leader's session (%v)", ok, evicted)
 			}

@@ -12,16 +12,8 @@ import (
 
 func TestLeaderLock(t *testing.T) {
 	db, ctx, dsn := parallelOpen(t, "observer")
-	a, err := sql.ConnectLeader(ctx, dsn, "instance-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close(context.Background())
-	b, err := sql.ConnectLeader(ctx, dsn, "instance-b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close(context.Background())
+	a := sqltest.Leader(t, ctx, dsn, "instance-a")
+	b := sqltest.Leader(t, ctx, dsn, "instance-b")
 
 	leader := func() string {
 		t.Helper()

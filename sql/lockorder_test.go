@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/testwait"
 	"github.com/chronoshq/chronos/sql"
 )
 
@@ -72,14 +73,7 @@ func TestAPIWriteDoesNotDeadlockWithClaim(t *testing.T) {
 			if err := claim.Rollback(ctx); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("%s: %v", op, err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("%s: still waiting after the claim ended", op)
-			}
+			testwait.Nil(t, done, 30*time.Second, op+" after the claim ended")
 		})
 	}
 }

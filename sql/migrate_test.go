@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos/internal/syncbuf"
+	"github.com/chronoshq/chronos/internal/testwait"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -98,14 +99,7 @@ func TestMigrateRetriesOnLockTimeout(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("migrate: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("migration not done 30 s after the lock was released")
-	}
+	testwait.Nil(t, done, 30*time.Second, "migrate after the lock was released")
 	var has bool
 	if err := reader.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'busy' AND column_name = 'x')`).Scan(&has); err != nil || !has {
 		t.Fatalf("column x not added (%v)", err)

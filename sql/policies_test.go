@@ -278,10 +278,7 @@ func TestStartingDeadline(t *testing.T) {
 	now := dbNow(t, db)
 	// A run created earlier, due 10 s ago: past its deadline.
 	setNextRunAt(t, db, j.ID, ptr(now.Add(-10*time.Second)))
-	if _, err := db.Pool.Exec(ctx, `INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
-		VALUES ($1, $2, 'schedule', $2)`, j.ID, now.Add(-10*time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	insertScheduled(t, db, j.ID, now.Add(-10*time.Second))
 	setNextRunAt(t, db, j.ID, ptr(now.Add(time.Hour)))
 	if c, err := db.Claim(ctx, "w", 10, time.Minute); err != nil || len(c) != 0 {
 		t.Fatalf("claimed a run past its deadline: %v %v", c, err)

@@ -184,10 +184,7 @@ func TestClaimHoldsRunsOfJobsBehindSchedule(t *testing.T) {
 	db, ctx, j := parallelJob(t, "* * * * * *")
 	now := dbNow(t, db).Truncate(time.Second)
 	setNextRunAt(t, db, j.ID, ptr(now.Add(-5*time.Second)))
-	if _, err := db.Pool.Exec(ctx, `INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
-		VALUES ($1, $2, 'schedule', $2)`, j.ID, now.Add(-6*time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	insertScheduled(t, db, j.ID, now.Add(-6*time.Second))
 	if c, err := db.Claim(ctx, "w", 10, time.Minute); err != nil || len(c) != 0 {
 		t.Fatalf("claimed %d runs of a job behind its schedule (%v), want none", len(c), err)
 	}
@@ -277,10 +274,7 @@ func TestClaimDoesNotHoldRunsOfPausedJobs(t *testing.T) {
 		j.ID, now.Add(-5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Pool.Exec(ctx, `INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
-		VALUES ($1, $2, 'schedule', $2)`, j.ID, now.Add(-6*time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	insertScheduled(t, db, j.ID, now.Add(-6*time.Second))
 	if next, err := db.NextAvailable(ctx); err != nil || next == nil {
 		t.Fatalf("next available %v (%v), want the paused job's due run", next, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
+	"github.com/chronoshq/chronos/internal/keyslots"
 	"github.com/chronoshq/chronos/sql"
 )
 
@@ -54,8 +55,8 @@ type Console struct {
 	static nethttp.Handler
 	mux    *nethttp.ServeMux
 
-	streams streamSlots   // open event streams by key
-	fin     finishedCache // the overview's settled minutes
+	streams keyslots.Slots // open event streams by key (Max: MaxStreamsPerKey)
+	fin     finishedCache  // the overview's settled minutes
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -68,7 +69,8 @@ func New(cfg Config, db *sql.DB, b *bus.Bus, log *slog.Logger) *Console {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &Console{cfg: cfg, db: db, bus: b, log: log.With("component", "ui"), closing: make(chan struct{})}
+	c := &Console{cfg: cfg, db: db, bus: b, log: log.With("component", "ui"),
+		streams: keyslots.Slots{Max: MaxStreamsPerKey}, closing: make(chan struct{})}
 	for _, e := range cfg.APIKeys {
 		if k, err := chronos.ParseAPIKey(e); err == nil {
 			c.keys = append(c.keys, k)

@@ -26,14 +26,10 @@ func rateText(l *chronos.Limit) string {
 	if l.Rate == nil {
 		return ""
 	}
-	per := 1
-	if l.PerSeconds != nil {
-		per = *l.PerSeconds
-	}
-	if per == 1 {
+	if l.Window() == 1 {
 		return fmt.Sprintf("%d per second", *l.Rate)
 	}
-	return fmt.Sprintf("%d per %d s", *l.Rate, per)
+	return fmt.Sprintf("%d per %d s", *l.Rate, l.Window())
 }
 
 // limitOf puts the job's limit, with its state, in the job page's data

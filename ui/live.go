@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -97,11 +96,11 @@ func (c *Console) livePage(w nethttp.ResponseWriter, r *nethttp.Request, s *sess
 // signed-in browser (the API's /v1/events wants a bearer key, which an
 // EventSource cannot send). Same frames as the API's tap.
 func (c *Console) events(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
-	if !c.streams.take(s.Name) {
+	if !c.streams.Take(s.Name) {
 		nethttp.Error(w, "too many console event streams open for this API key", nethttp.StatusTooManyRequests)
 		return
 	}
-	defer c.streams.give(s.Name)
+	defer c.streams.Give(s.Name)
 	f := parseLiveFilter(r.URL.Query())
 	sub := c.bus.Subscribe(streamBuffer, f.match)
 	defer sub.Close()
@@ -156,32 +155,5 @@ func (c *Console) events(w nethttp.ResponseWriter, r *nethttp.Request, s *sessio
 		if flush() != nil {
 			return
 		}
-	}
-}
-
-// streamSlots counts the open console event streams of each key.
-type streamSlots struct {
-	mu   sync.Mutex
-	open map[string]int
-}
-
-func (sl *streamSlots) take(key string) bool {
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	if sl.open[key] >= MaxStreamsPerKey {
-		return false
-	}
-	if sl.open == nil {
-		sl.open = map[string]int{}
-	}
-	sl.open[key]++
-	return true
-}
-
-func (sl *streamSlots) give(key string) {
-	sl.mu.Lock()
-	defer sl.mu.Unlock()
-	if sl.open[key]--; sl.open[key] <= 0 {
-		delete(sl.open, key)
 	}
 }

@@ -49,14 +49,10 @@ func limitRate(l *chronos.Limit) string {
 	if l.Rate == nil {
 		return "-"
 	}
-	per := 1
-	if l.PerSeconds != nil {
-		per = *l.PerSeconds
-	}
-	if per == 1 {
+	if l.Window() == 1 {
 		return fmt.Sprintf("%d/s", *l.Rate)
 	}
-	return fmt.Sprintf("%d/%ds", *l.Rate, per)
+	return fmt.Sprintf("%d/%ds", *l.Rate, l.Window())
 }
 
 func limitsGet(a *apiFlags) *cobra.Command {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chronoshq/chronos/internal/testwait"
 )
 
 // TestServeUntilCutsSlowRequestsAtShutdown: a request still in flight
@@ -51,14 +53,7 @@ func TestServeUntilCutsSlowRequestsAtShutdown(t *testing.T) {
 	}
 
 	cancel() // SIGTERM
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serveUntil after a shutdown that had to cut a request: %v, want nil (exit 0)", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("serveUntil did not return within 10 s of the shutdown")
-	}
+	testwait.Nil(t, done, 10*time.Second, "serveUntil after a shutdown that had to cut a request (exit 0)")
 	// The cut connection is closed: the client reads EOF (or a reset).
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 512)

@@ -116,6 +116,29 @@ func Connect(t testing.TB, ctx context.Context, dsn string) *pgx.Conn {
 	return conn
 }
 
+// Leader opens instance's leadership connection to dsn, closed at
+// cleanup.
+func Leader(t testing.TB, ctx context.Context, dsn, instance string) *sql.LeaderConn {
+	t.Helper()
+	l, err := sql.ConnectLeader(ctx, dsn, instance)
+	if err != nil {
+		t.Fatalf("connect leader %s: %v", instance, err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	return l
+}
+
+// Leading is Leader holding the leadership lock: it fails t when another
+// connection holds it or this binary may not lead.
+func Leading(t testing.TB, ctx context.Context, dsn, instance string) *sql.LeaderConn {
+	t.Helper()
+	l := Leader(t, ctx, dsn, instance)
+	if ok, err := l.TryLock(ctx); err != nil || !ok {
+		t.Fatalf("%s takes the leadership lock: %v %v", instance, ok, err)
+	}
+	return l
+}
+
 func create(t testing.TB, migrated bool) string {
 	t.Helper()
 	base := os.Getenv(EnvVar)
