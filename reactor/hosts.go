@@ -45,6 +45,14 @@ type HostConfig struct {
 	MaxDeferrals int
 	// MaxDeferral caps one Retry-After (1h).
 	MaxDeferral time.Duration
+	// SlowCall: an origin with a call in flight this long, or whose last
+	// call took this long, is slow, and may not take the SlotReserve
+	// last worker slots (the bulkhead, bulkhead.go) (1s). Negative turns
+	// the bulkhead off.
+	SlowCall time.Duration
+	// SlotReserve worker slots are kept from slow origins (a quarter of
+	// WorkerConcurrency, at least 1). Negative turns the bulkhead off.
+	SlotReserve int
 }
 
 // Defaults of HostConfig.
@@ -71,6 +79,9 @@ func (c HostConfig) withDefaults() HostConfig {
 	}
 	if c.MaxDeferral <= 0 {
 		c.MaxDeferral = DefaultMaxDeferral
+	}
+	if c.SlowCall == 0 {
+		c.SlowCall = DefaultSlowCall
 	}
 	return c
 }
