@@ -21,8 +21,9 @@ import (
 // held runs again and again (its cost stays O(runs claimed)), whatever
 // holds a host back also moves the available_at of the host's pending runs
 // to the end of the hold: a deferral at once (Defer), the breaker when it
-// opens (ReportHosts), and SweepHosts, every second, moves the runs
-// created or retried since. Only those few are ever walked past.
+// opens (ReportHosts), a run created during the hold as it is inserted
+// (the trigger of migration 026), and SweepHosts, every second, moves the
+// runs retried or handed back since. Only those few are ever walked past.
 
 // Spreading the runs a hold moves: they are due one step apart, in their
 // order, over at most holdSpreadMax, not all at one instant when the hold
@@ -450,7 +451,7 @@ const hostSweepHorizon = 5 * time.Second
 
 // SweepHosts keeps the holds of hosts (see the top of this file): for
 // every origin holding runs back it moves the pending runs due before the
-// hold's end that a retry or the materializer made since (so the claim
+// hold's end that a retry or a release made due since (so the claim
 // walks past them at most until the next sweep), and for an open breaker
 // it picks the probe: the origin's next pending run, due no sooner than
 // the cooldown's end, while there is none or the one picked has finished.
