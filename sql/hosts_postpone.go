@@ -71,7 +71,7 @@ func (db *DB) Postpone(ctx context.Context, p Postponement) (PostponeResult, err
 		return res, mapErr(err, "postpone run")
 	}
 	if !p.Alone {
-		if res.Moved, err = moveRuns(ctx, tx, p.Origin, res.Until, &p.RunID, res.Until); err != nil {
+		if res.Moved, err = moveRuns(ctx, tx, p.Origin, res.Until, &p.RunID, res.Until, 0); err != nil {
 			return res, err
 		}
 	}

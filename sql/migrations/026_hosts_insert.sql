@@ -11,8 +11,8 @@
 -- Under a hold, the held origins' jobs are found by jobs_origin_idx (a
 -- handful of origins), not by the origin of each new run, and only their
 -- new runs are written again. A deferral's are moved as a deferral moves
--- runs: to its end, in their order, a millisecond apart (at most 5 s for
--- the lot). An open breaker's go where it moved the last of its runs
+-- runs: to a second (sql.holdLead) after its end, in their order, a
+-- millisecond apart (at most 5 s for the lot). An open breaker's go where it moved the last of its runs
 -- already (pushed_until; its probe's instant at least), so that closing
 -- the breaker brings them back with the others. The statement's RETURNING still shows the
 -- instant it inserted (the AFTER trigger runs later): what a dispatcher
@@ -23,7 +23,7 @@ BEGIN
         RETURN NULL;
     END IF;
     UPDATE job_runs r
-       SET available_at = m.until + CASE WHEN m.deferral THEN m.n * least(1000, 5000000 / m.total) ELSE 0 END
+       SET available_at = m.until + CASE WHEN m.deferral THEN 1000000 + m.n * least(1000, 5000000 / m.total) ELSE 0 END
                                     * interval '1 microsecond'
       FROM (SELECT n.id, n.scheduled_at, h.until, h.deferral,
                    row_number() OVER (PARTITION BY h.origin ORDER BY n.available_at, n.id) AS n,
