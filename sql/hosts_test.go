@@ -111,7 +111,7 @@ func TestDeferHoldsOriginKeepsAttempts(t *testing.T) {
 	// The deferred run goes first; the others a second later (one
 	// request, not a burst, if the host still says "later").
 	if err := db.Pool.QueryRow(ctx, `
-		SELECT count(*) FROM job_runs WHERE job_id = ANY($1) AND id <> $3 AND available_at < $2 + interval '1 second'`,
+		SELECT count(*) FROM job_runs WHERE job_id = ANY($1) AND id <> $3 AND available_at < $2::timestamptz + interval '1 second'`,
 		[]int64{bad.ID, badToo.ID}, res.Until, claimed.Run.ID).Scan(&early); err != nil || early != 0 {
 		t.Fatalf("%d other runs of the origin due within a second of the deferral's end (%v)", early, err)
 	}
