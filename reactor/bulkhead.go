@@ -74,7 +74,7 @@ type originLoad struct {
 	calls    []*bulkCall // in no particular order
 	lastSlow bool        // the last call to end took slowCall or longer
 	// movedUntil: the origin's due runs were moved to this instant by
-	// this instance (see postponement).
+	// this instance, a moment ago (see postponement).
 	movedUntil time.Time
 }
 
@@ -176,10 +176,11 @@ func (b *bulkhead) release(c *bulkCall) {
 }
 
 // postponement says how a run of origin that acquire refused is handed
-// back: due delay from now, with the origin's other due runs
-// moved along (others) unless this instance moved them already to an
-// instant still ahead (then delay is until that instant: the run joins
-// them).
+// back: due slowCall from now, with the origin's other due runs moved
+// along (others) unless this instance moved them less than slowCall ago.
+// Each refused run comes back slowCall after its refusal, so they come
+// back as they came, not all at one instant (a burst of refusals, each a
+// transaction, would hold the reserved slots for a moment).
 func (b *bulkhead) postponement(origin string) (delay time.Duration, others bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -188,8 +189,8 @@ func (b *bulkhead) postponement(origin string) (delay time.Duration, others bool
 	if o == nil {
 		return b.slowCall, true
 	}
-	if d := o.movedUntil.Sub(now); d > 0 {
-		return d, false
+	if now.Before(o.movedUntil) {
+		return b.slowCall, false
 	}
 	o.movedUntil = now.Add(b.slowCall)
 	return b.slowCall, true

@@ -161,7 +161,7 @@ func TestBulkheadReleaseTwice(t *testing.T) {
 }
 
 // The first refused run of an origin moves the origin's other runs; the
-// next ones, until then, join them.
+// next ones, for slowCall, go alone, each slowCall after its refusal.
 func TestBulkheadPostponement(t *testing.T) {
 	b, clk := testBulkhead(4, 1)
 	mustAcquire(t, b, "slow")
@@ -169,8 +169,8 @@ func TestBulkheadPostponement(t *testing.T) {
 		t.Fatalf("first postponement %v %v, want 1s and the others moved", d, others)
 	}
 	clk.add(400 * time.Millisecond)
-	if d, others := b.postponement("slow"); d != 600*time.Millisecond || others {
-		t.Fatalf("second postponement %v %v, want 600ms alone", d, others)
+	if d, others := b.postponement("slow"); d != time.Second || others {
+		t.Fatalf("second postponement %v %v, want 1s alone", d, others)
 	}
 	clk.add(600 * time.Millisecond)
 	if d, others := b.postponement("slow"); d != time.Second || !others {
