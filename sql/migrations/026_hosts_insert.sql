@@ -8,9 +8,10 @@
 -- One trigger per statement, not per row: while no host holds anything
 -- (nearly always) it costs one probe of the hosts_held_idx, whatever the
 -- statement inserted (the materializer inserts thousands of runs in one).
--- Under a hold, the held origins' jobs are found by jobs_origin_idx (a
--- handful of origins), not by the origin of each new run, and only their
--- new runs are written again. A deferral's are moved as a deferral moves
+-- Under a hold, the origin of each job the statement inserted runs for is
+-- computed once (a primary-key probe and a regular expression: the cost
+-- follows the statement, not the held host's jobs, which may be many),
+-- and only the held origins' new runs are written again. A deferral's are moved as a deferral moves
 -- runs: to a second (sql.holdLead) after its end, in their order, a
 -- millisecond apart (at most 5 s for the lot). An open breaker's go where it moved the last of its runs
 -- already (pushed_until; its probe's instant at least), so that closing
@@ -18,13 +19,18 @@
 -- instant it inserted (the AFTER trigger runs later): what a dispatcher
 -- woken by it finds is that the run is not due yet.
 CREATE FUNCTION chronos_runs_host_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    ids    bigint[];
+    scheds timestamptz[];
+    ats    timestamptz[];
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM hosts WHERE held_until > now()) THEN
         RETURN NULL;
     END IF;
-    UPDATE job_runs r
-       SET available_at = m.until + CASE WHEN m.deferral THEN 1000000 + m.n * least(1000, 5000000 / m.total) ELSE 0 END
-                                    * interval '1 microsecond'
+    SELECT array_agg(m.id), array_agg(m.scheduled_at),
+           array_agg(m.until + CASE WHEN m.deferral THEN 1000000 + m.n * least(1000, 5000000 / m.total) ELSE 0 END
+                               * interval '1 microsecond')
+      INTO ids, scheds, ats
       FROM (SELECT n.id, n.scheduled_at, h.until, h.deferral,
                    row_number() OVER (PARTITION BY h.origin ORDER BY n.available_at, n.id) AS n,
                    count(*) OVER (PARTITION BY h.origin) AS total
@@ -32,10 +38,20 @@ BEGIN
                            CASE WHEN isfinite(held_until) THEN held_until
                                 ELSE greatest(open_until, pushed_until) END AS until
                       FROM hosts WHERE held_until > now()) h
-              JOIN jobs j ON chronos_origin(j.target_url) = h.origin
-              JOIN new_runs n ON n.job_id = j.id
-             WHERE n.status = 'pending' AND n.available_at < h.until) m
-     WHERE r.id = m.id AND r.scheduled_at = m.scheduled_at;
+              JOIN (SELECT d.job_id,
+                           (SELECT chronos_origin(j.target_url) FROM jobs j WHERE j.id = d.job_id) AS origin
+                      FROM (SELECT DISTINCT job_id FROM new_runs WHERE status = 'pending') d) o
+                ON o.origin = h.origin
+              JOIN new_runs n ON n.job_id = o.job_id
+             WHERE n.status = 'pending' AND n.available_at < h.until) m;
+    IF ids IS NULL THEN
+        RETURN NULL;
+    END IF;
+    -- By key, from arrays: a probe of each run's partition, never a join
+    -- the planner might turn into a scan of job_runs.
+    UPDATE job_runs r SET available_at = v.at
+      FROM unnest(ids, scheds, ats) AS v(id, scheduled_at, at)
+     WHERE r.id = v.id AND r.scheduled_at = v.scheduled_at;
     RETURN NULL;
 END
 $$;
