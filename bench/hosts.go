@@ -175,7 +175,7 @@ func benchHosts(ctx context.Context, b *runner) (*result, error) {
 		res.target("good_p99_ratio_429", float64(p99[hostMode429])/float64(base), "×", "≤ 1.10")
 		res.target("good_p99_ratio_hang", float64(p99[hostModeHang])/float64(base), "×", "≤ 1.10")
 	}
-	res.note("the tenth host's own runs are not measured; 429 defers them (uncounted), a hang opens its breaker after 10 timeouts of %d s", benchHostTimeout)
+	res.note("the tenth host's own runs are not measured; 429 defers them (uncounted); a hang keeps it from the last quarter of the worker slots (the bulkhead) and opens its breaker after 10 timeouts of %d s", benchHostTimeout)
 	return res, nil
 }
 

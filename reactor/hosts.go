@@ -37,7 +37,8 @@ type HostConfig struct {
 	// before one probe goes (30s).
 	BreakerCooldown time.Duration
 	// SweepInterval is how often the holds are kept (1s): the claim may
-	// walk past runs created during a hold for about that long.
+	// walk past runs retried or handed back during a hold for about that
+	// long (runs created during it are due at its end from the start).
 	SweepInterval time.Duration
 	// MaxDeferrals bounds the uncounted deferrals of one run (20): past it
 	// a 429/503 is an attempt like any failure. Negative turns deferral
@@ -45,6 +46,14 @@ type HostConfig struct {
 	MaxDeferrals int
 	// MaxDeferral caps one Retry-After (1h).
 	MaxDeferral time.Duration
+	// SlowCall: an origin with a call in flight this long, or whose last
+	// call took this long, is slow, and may not take the SlotReserve
+	// last worker slots (the bulkhead, bulkhead.go) (1s). Negative turns
+	// the bulkhead off.
+	SlowCall time.Duration
+	// SlotReserve worker slots are kept from slow origins (a quarter of
+	// WorkerConcurrency, at least 1). Negative turns the bulkhead off.
+	SlotReserve int
 }
 
 // Defaults of HostConfig.
@@ -71,6 +80,9 @@ func (c HostConfig) withDefaults() HostConfig {
 	}
 	if c.MaxDeferral <= 0 {
 		c.MaxDeferral = DefaultMaxDeferral
+	}
+	if c.SlowCall == 0 {
+		c.SlowCall = DefaultSlowCall
 	}
 	return c
 }
@@ -266,9 +278,9 @@ func (h *hostTracker) report(ctx context.Context) {
 // back, keeps the holds (sql.SweepHosts). It reads at start, while this
 // instance delivers or the last read found trouble, and on the leader
 // every leaderSweepEvery sweeps: an idle follower of a healthy cluster
-// makes no query for it. (Runs created during a hold
-// are held by the claim all the same; the sweep only keeps the claims
-// that walk past them cheap, and claims happen where deliveries do.)
+// makes no query for it. (Runs retried during a hold are held by the
+// claim all the same; the sweep only keeps the claims that walk past them
+// cheap, and claims happen where deliveries do.)
 func (h *hostTracker) sweep(ctx context.Context) {
 	h.mu.Lock()
 	quiet := !h.held && len(h.troubled) == 0

@@ -26,6 +26,8 @@ type Reactor struct {
 	// origins remembers each target URL's origin (hosts.go keys by it)
 	// so that a delivery does not parse its URL again.
 	origins originCache
+	// bulk keeps slow origins from the last worker slots (bulkhead.go).
+	bulk *bulkhead
 
 	// hard is cancelled when shutdown runs out of grace: it cancels the
 	// HTTP calls still in flight. Set by Run before any worker starts.
@@ -49,6 +51,11 @@ func New(cfg Config, db *sql.DB, b *bus.Bus, log *slog.Logger) *Reactor {
 	r.comp = newCompleter(db, b, log, cfg.Instance, max(completeMaxBatch, 2*cfg.WorkerConcurrency), r.disp.hint)
 	r.comp.clock = r.now
 	r.hosts = newHostTracker(r)
+	reserve := cfg.Hosts.SlotReserve
+	if reserve == 0 {
+		reserve = max(1, cfg.WorkerConcurrency/defaultReserveDivisor)
+	}
+	r.bulk = newBulkhead(cfg.WorkerConcurrency, reserve, cfg.Hosts.SlowCall)
 	return r
 }
 

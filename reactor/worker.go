@@ -41,6 +41,17 @@ func (r *Reactor) deliver(c sql.Claimed) {
 		}
 	}()
 
+	// The bulkhead (bulkhead.go) first: a run of a slow origin that may
+	// not take this slot goes back, uncounted, before anything is
+	// written for it.
+	origin := r.origins.of(c.Job.TargetURL)
+	call, ok := r.bulk.acquire(origin, origin != "" && r.hosts.ready.Load())
+	if !ok {
+		r.postpone(c, origin)
+		return
+	}
+	defer r.bulk.release(call) // on every way out; the call's end below is the first
+
 	if c.Wait > 0 && !r.startAhead(c) {
 		return
 	}
@@ -77,6 +88,7 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	})
 	ren := startRenewer(r.db, r.log, lease, r.cfg.LeaseDuration, func(error) { onLost() })
 	res := r.exec.call(callCtx, c.Job, c.Run, timeout)
+	r.bulk.release(call)
 	var startErr error
 	startRan := !startTimer.Stop()
 	if startRan {
@@ -113,7 +125,6 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	}
 	// A host's deferral (429/503 with Retry-After) hands the run back
 	// uncounted instead; any other outcome tells the host's breaker.
-	origin := r.origins.of(c.Job.TargetURL)
 	if r.hosts.deferRun(c, origin, res) {
 		ren.stop()
 		return
@@ -210,6 +221,29 @@ func retryDelay(job *chronos.Job, n int, res attemptResult) time.Duration {
 		return res.RetryAfter
 	}
 	return job.RetryDelay(n)
+}
+
+// postpone hands back a run of a slow origin that the bulkhead refused a
+// slot (see sql.Postpone): uncounted, due a moment later, with the
+// origin's other due runs unless they were moved already.
+func (r *Reactor) postpone(c sql.Claimed, origin string) {
+	lease := c.Lease()
+	delay, others := r.bulk.postponement(origin)
+	ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
+	defer cancel()
+	res, err := r.db.Postpone(ctx, sql.Postponement{Lease: lease, Origin: origin, Delay: delay, Alone: !others})
+	switch {
+	case errors.Is(err, sql.ErrLeaseLost):
+		leaseLost(r.log, r.bus, r.cfg.Instance, lease, c.Run.JobID, "postpone", err)
+		return
+	case err != nil:
+		r.log.Error("postpone run failed; releasing it", "run_id", lease.RunID, "origin", origin, "err", err)
+		r.release(lease, c.Run.JobID)
+		return
+	}
+	r.disp.hint(r.now().Add(delay))
+	r.log.Debug("run postponed: its host is slow", "run_id", lease.RunID, "origin", origin,
+		"until", res.Until.UTC(), "moved", res.Moved)
 }
 
 // release hands a run back to pending without counting the attempt.

@@ -21,8 +21,9 @@ import (
 // held runs again and again (its cost stays O(runs claimed)), whatever
 // holds a host back also moves the available_at of the host's pending runs
 // to the end of the hold: a deferral at once (Defer), the breaker when it
-// opens (ReportHosts), and SweepHosts, every second, moves the runs
-// created or retried since. Only those few are ever walked past.
+// opens (ReportHosts), a run created during the hold as it is inserted
+// (the trigger of migration 026), and SweepHosts, every second, moves the
+// runs retried or handed back since. Only those few are ever walked past.
 
 // Spreading the runs a hold moves: they are due one step apart, in their
 // order, over at most holdSpreadMax, not all at one instant when the hold
@@ -32,6 +33,13 @@ const (
 	holdSpreadStep = time.Millisecond
 	holdSpreadMax  = 5 * time.Second
 )
+
+// holdLead: when a deferral ends, the run that got the answer goes first,
+// at its end, and the origin's other runs this much later. A host that
+// still says "later" then gets one request, not a burst of them (each
+// answered 429, each deferred again in a transaction that waits for the
+// host's row: a burst held every worker slot for a while).
+const holdLead = time.Second
 
 // holdSlack is how much longer a deferral must be than the hold in force
 // for Defer to move the origin's runs again.
@@ -92,7 +100,8 @@ const originRunsSQL = `SELECT p.id, p.scheduled_at, p.available_at
 	 WHERE chronos_origin(j.target_url) = $1 AND p.status = 'pending'`
 
 // moveRunsSQL moves the pending runs of origin $1 that are due before $2
-// (and not run $3) to $4, spread in their order (see holdSpreadStep), and
+// (and not run $3) to $4 plus $7 (see holdLead), spread in their order
+// (see holdSpreadStep), and
 // returns the last instant it moved one to. A run being claimed is waited
 // for (a claim never waits for a lock: SKIP LOCKED), and left as the claim
 // leaves it; the host's row, locked first, orders the holds of one origin.
@@ -106,8 +115,8 @@ var moveRunsSQL = `
 		  FROM due
 	), moved AS (
 		UPDATE job_runs p
-		   SET available_at = $4::timestamptz + ranked.n *
-		           least($5::bigint, $6::bigint / ranked.total) * interval '1 microsecond'
+		   SET available_at = $4::timestamptz + ($7::bigint + ranked.n *
+		           least($5::bigint, $6::bigint / ranked.total)) * interval '1 microsecond'
 		  FROM ranked
 		 WHERE p.id = ranked.id AND p.scheduled_at = ranked.scheduled_at
 		RETURNING p.available_at
@@ -116,12 +125,13 @@ var moveRunsSQL = `
 
 // moveRuns runs moveRunsSQL in tx and records on the host row how far it
 // moved runs (pushed_until, for a closing breaker to bring them back).
-func moveRuns(ctx context.Context, tx pgx.Tx, origin string, before time.Time, except *int64, to time.Time) (int, error) {
+// They are due lead after to and later.
+func moveRuns(ctx context.Context, tx pgx.Tx, origin string, before time.Time, except *int64, to time.Time, lead time.Duration) (int, error) {
 	var (
 		n    int
 		last *time.Time
 	)
-	if err := tx.QueryRow(ctx, moveRunsSQL, origin, before, except, to, micros(holdSpreadStep), micros(holdSpreadMax)).
+	if err := tx.QueryRow(ctx, moveRunsSQL, origin, before, except, to, micros(holdSpreadStep), micros(holdSpreadMax), micros(lead)).
 		Scan(&n, &last); err != nil {
 		return 0, fmt.Errorf("move runs of %s: %w", origin, err)
 	}
@@ -237,7 +247,7 @@ func (db *DB) Defer(ctx context.Context, d Deferral) (DeferResult, error) {
 	// every waiting run again by a few milliseconds. The claim holds the
 	// few that come due in the slack, and the sweep moves them.
 	if !forever && (prevHeld == nil || prevHeld.Add(holdSlack).Before(res.Until)) {
-		if res.Moved, err = moveRuns(ctx, tx, d.Origin, res.Until, &d.RunID, res.Until); err != nil {
+		if res.Moved, err = moveRuns(ctx, tx, d.Origin, res.Until, &d.RunID, res.Until, holdLead); err != nil {
 			return res, err
 		}
 	}
@@ -371,7 +381,7 @@ func (db *DB) reportHost(ctx context.Context, r HostReport, b Breaker) (HostChan
 		}
 		// Every run due before the probe has answered waits; the sweep
 		// picks the probe and keeps moving the rest while it is open.
-		if c.Moved, err = moveRuns(ctx, tx, r.Origin, c.OpenUntil.Add(b.Cooldown), nil, c.OpenUntil.Add(b.Cooldown)); err != nil {
+		if c.Moved, err = moveRuns(ctx, tx, r.Origin, c.OpenUntil.Add(b.Cooldown), nil, c.OpenUntil.Add(b.Cooldown), 0); err != nil {
 			return c, err
 		}
 	case c.Closed:
@@ -450,7 +460,7 @@ const hostSweepHorizon = 5 * time.Second
 
 // SweepHosts keeps the holds of hosts (see the top of this file): for
 // every origin holding runs back it moves the pending runs due before the
-// hold's end that a retry or the materializer made since (so the claim
+// hold's end that a retry or a release made due since (so the claim
 // walks past them at most until the next sweep), and for an open breaker
 // it picks the probe: the origin's next pending run, due no sooner than
 // the cooldown's end, while there is none or the one picked has finished.
@@ -490,7 +500,10 @@ func (db *DB) SweepHosts(ctx context.Context, cooldown time.Duration) (SweepResu
 	}
 	res.Held = len(hs)
 	for _, h := range hs {
-		var mark time.Time
+		var (
+			mark time.Time
+			lead time.Duration
+		)
 		switch {
 		case h.open && h.openUntil != nil:
 			if h.probe, err = ensureProbe(ctx, tx, h.origin, h.probe, *h.openUntil); err != nil {
@@ -501,12 +514,12 @@ func (db *DB) SweepHosts(ctx context.Context, cooldown time.Duration) (SweepResu
 			}
 			mark = maxTime(*h.openUntil, h.now).Add(cooldown)
 		case h.until != nil:
-			mark = *h.until
+			mark, lead = *h.until, holdLead
 		default:
 			continue
 		}
 		before := minTime(mark, h.now.Add(hostSweepHorizon))
-		n, err := moveRuns(ctx, tx, h.origin, before, h.probe, mark)
+		n, err := moveRuns(ctx, tx, h.origin, before, h.probe, mark, lead)
 		if err != nil {
 			return res, err
 		}

@@ -99,18 +99,32 @@ func TestDeferHoldsOriginKeepsAttempts(t *testing.T) {
 		[]int64{bad.ID, badToo.ID}, res.Until).Scan(&early); err != nil || early != 0 {
 		t.Fatalf("%d runs of the origin due before the deferral's end (%v)", early, err)
 	}
+	// The deferred run goes first; the others a second later (one
+	// request, not a burst, if the host still says "later").
+	if err := db.Pool.QueryRow(ctx, `
+		SELECT count(*) FROM job_runs WHERE job_id = ANY($1) AND id <> $3 AND available_at < $2::timestamptz + interval '1 second'`,
+		[]int64{bad.ID, badToo.ID}, res.Until, claimed.Run.ID).Scan(&early); err != nil || early != 0 {
+		t.Fatalf("%d other runs of the origin due within a second of the deferral's end (%v)", early, err)
+	}
 	h, err := db.Host(ctx, origin)
 	if err != nil || h.State != chronos.HostDeferred || h.Deferrals != 1 || h.DeferredUntil == nil {
 		t.Fatalf("host: %+v %v", h, err)
 	}
-	// A run created during the deferral waits too (the claim's check), and
-	// the sweep moves it past the deferral's end.
+	// A run created during the deferral waits too: it is due at the
+	// deferral's end from its insert (migration 026), so the claim does
+	// not even walk past it, and the sweep has nothing to move. Another
+	// origin's new run is due at once.
 	insertPending(t, db, badToo.ID, 1)
-	if got := jobsOf(claimAll(t, db)); len(got) != 0 {
-		t.Fatalf("a run created during the deferral was claimed: %v", got)
+	insertPending(t, db, good.ID, 1)
+	if got := jobsOf(claimAll(t, db)); got[good.ID] != 1 || len(got) != 1 {
+		t.Fatalf("claimed after runs were created during the deferral: %v", got)
+	}
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM job_runs WHERE job_id = ANY($1) AND available_at < $2`,
+		[]int64{bad.ID, badToo.ID}, res.Until).Scan(&early); err != nil || early != 0 {
+		t.Fatalf("%d runs of the origin due before the deferral's end (%v)", early, err)
 	}
 	sw, err := db.SweepHosts(ctx, time.Second)
-	if err != nil || sw.Held != 1 || sw.Moved != 1 {
+	if err != nil || sw.Held != 1 || sw.Moved != 0 {
 		t.Fatalf("sweep: %+v %v", sw, err)
 	}
 	// After the deferral, the runs go, each with its attempt count.
@@ -170,8 +184,18 @@ func TestBreakerOpensProbesCloses(t *testing.T) {
 	if err != nil || len(ch) != 1 || !ch[0].Opened || ch[0].Failures != 3 || ch[0].Moved != 4 {
 		t.Fatalf("third failure: %+v %v", ch, err)
 	}
+	// A run created while it is open is due no sooner than the runs it
+	// moved (migration 026): not claimable, not the probe.
+	insertPending(t, db, bad.ID, 1)
 	if got := jobsOf(claimAll(t, db)); got[good.ID] != 1 || got[bad.ID] != 0 {
 		t.Fatalf("claimed with the breaker open: %v", got)
+	}
+	var late int
+	if err := db.Pool.QueryRow(ctx, `
+		SELECT count(*) FROM job_runs r, hosts h
+		 WHERE r.job_id = $1 AND h.origin = $2 AND r.available_at >= h.pushed_until`, bad.ID, origin).
+		Scan(&late); err != nil || late != 2 {
+		t.Fatalf("%d runs of the origin due at the last moved one's instant, want it and the new one (%v)", late, err)
 	}
 	if h, err := db.Host(ctx, origin); err != nil || (h.State != chronos.HostOpen && h.State != chronos.HostProbing) || h.BreakerOpens != 1 {
 		t.Fatalf("host: %+v %v", h, err)
