@@ -111,28 +111,94 @@ func wireFields(j *Job) map[string]json.RawMessage {
 // the map of FieldChanges and its second encoding: one encoding of the
 // job and one pass over its fields.
 func CreationChanges(j *Job) string {
-	fields := wireFields(j)
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		if !auditSkipped[k] {
-			keys = append(keys, k)
-		}
+	if j == nil {
+		return "{}"
 	}
-	slices.Sort(keys)
+	raw, err := json.Marshal(j.Redacted())
+	if err != nil {
+		return "{}" // a Job always marshals
+	}
+	fields := topFields(raw)
+	fields = slices.DeleteFunc(fields, func(f rawField) bool { return auditSkipped[string(f.key)] })
+	slices.SortFunc(fields, func(a, b rawField) int { return bytes.Compare(a.key, b.key) })
 	var b bytes.Buffer
+	b.Grow(len(raw) + len(fields)*12)
 	b.WriteByte('{')
-	for i, k := range keys {
+	for i, f := range fields {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		name, _ := json.Marshal(k) // a field name from a struct tag: plain ASCII
-		b.Write(name)
-		b.WriteString(`:{"after":`)
-		b.Write(fields[k])
+		b.WriteByte('"')
+		b.Write(f.key) // a field name from a struct tag: plain ASCII
+		b.WriteString(`":{"after":`)
+		b.Write(f.value)
 		b.WriteByte('}')
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// rawField is one member of a JSON object: its key (unquoted, as
+// written) and its value's bytes.
+type rawField struct{ key, value []byte }
+
+// topFields splits obj, a JSON object as json.Marshal writes it (compact,
+// valid), into its members, in order, without decoding the values: the
+// creation's audit entry needs each field's bytes only, and unmarshaling
+// the job into a map was most of a create's cost in Go.
+func topFields(obj []byte) []rawField {
+	var out []rawField
+	i := 1 // past '{'
+	for i < len(obj) && obj[i] != '}' {
+		k0 := i + 1 // past the key's opening quote
+		k1 := stringEnd(obj, k0)
+		v0 := k1 + 2 // past '":'
+		v1 := valueEnd(obj, v0)
+		out = append(out, rawField{key: obj[k0:k1], value: obj[v0:v1]})
+		i = v1
+		if i < len(obj) && obj[i] == ',' {
+			i++
+		}
+	}
+	return out
+}
+
+// stringEnd is the index of the closing quote of the JSON string whose
+// contents start at i.
+func stringEnd(b []byte, i int) int {
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++ // the escaped byte
+		case '"':
+			return i
+		}
+	}
+	return len(b)
+}
+
+// valueEnd is the index just past the compact JSON value starting at i:
+// the ',' or '}' that ends it at its object's depth.
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i+1)
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return len(b)
 }
 
 // DeletedJob is a deleted job as its audit history remembers it: the id

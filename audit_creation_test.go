@@ -41,3 +41,26 @@ func TestCreationChangesIsJobChangesOfACreate(t *testing.T) {
 		t.Errorf("headers %s: want present and the secret masked", h)
 	}
 }
+
+// TestCreationChangesSplitsNestedValues: values holding the JSON
+// delimiters (a payload's nested objects, arrays and strings with quotes,
+// commas, braces and escapes) come out whole, as JobChanges has them.
+func TestCreationChangesSplitsNestedValues(t *testing.T) {
+	run := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	j := &chronos.Job{ID: 8, Name: `a,"b"}{[`, RunAt: &run, TargetURL: "https://example.test/h?a=1&b=}",
+		Payload:     json.RawMessage(`{"x":[1,{"y":"},\"]{"}],"z":"\\","w":{}}`),
+		Headers:     map[string]string{"X-Q": `"},{`},
+		Labels:      map[string]string{"k,}": `v"]`},
+		Description: "line\nnext \\ end", CreatedAt: time.Now()}
+	j.ApplyDefaults()
+	want, err := json.Marshal(chronos.JobChanges(nil, j))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := chronos.CreationChanges(j); got != string(want) {
+		t.Errorf("CreationChanges:\n got %s\nwant %s", got, want)
+	}
+	if got := chronos.CreationChanges(nil); got != "{}" {
+		t.Errorf("CreationChanges(nil) = %s, want {}", got)
+	}
+}

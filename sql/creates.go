@@ -103,12 +103,12 @@ func (db *DB) insertCreates(batch []*pendingCreate) {
 	prepared := make([]preparedJob, 0, len(batch))
 	owners := make([]*pendingCreate, 0, len(batch))
 	for _, p := range batch {
-		args, err := prepareJob(p.ctx, p.j, now)
+		row, err := prepareJob(p.ctx, p.j, now)
 		if err != nil {
 			p.err = err
 			continue
 		}
-		prepared = append(prepared, preparedJob{j: p.j, args: args})
+		prepared = append(prepared, preparedJob{j: p.j, row: row})
 		owners = append(owners, p)
 	}
 	for i, dup := range distinctNames(prepared) {

@@ -48,11 +48,11 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 		if err = firstErr(err, []error{cerrs[0]}); err != nil {
 			return nil, err
 		}
-		args, err := prepareJob(ctx, j, now.UTC())
+		row, err := prepareJob(ctx, j, now.UTC())
 		if err != nil {
 			return nil, err
 		}
-		errs, err := insertJobs(ctx, tx, []preparedJob{{j: j, args: args}})
+		errs, err := insertJobs(ctx, tx, []preparedJob{{j: j, row: row}})
 		if err = firstErr(err, errs); err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package sql
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,32 +16,28 @@ import (
 )
 
 // MaxJobBatch is the most jobs CreateJobs takes at once (POST
-// /v1/jobs/batch): 30 parameters a job keep a batch far below Postgres's
-// 65,535 bind parameters.
+// /v1/jobs/batch).
 const MaxJobBatch = 1000
 
-// jobInsertColumns are the columns of a created job, in the order of
-// jobArgs, secretHeadersArg, signing secrets, policyArgs, then created_at
-// (twice: updated_at too), description, labels, on_dead_url, limit_key.
-const jobInsertColumns = `name, cron_expr, run_at, timezone, target_url, method, headers, payload,
-	timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds,
-	overlap, enabled, next_run_at, secret_headers, signing_secrets, starts_at, ends_at, misfire,
-	starting_deadline_seconds, jitter_seconds, exclude, created_at, updated_at, description, labels,
-	on_dead_url, limit_key`
-
-// jobArgCount is the number of arguments of one job in insertJobs.
-const jobArgCount = 31
-
-// preparedJob is a validated job and the arguments of its row.
+// preparedJob is a validated job and what its row needs besides the job's
+// own fields. A zero row marks a job that failed before its insert.
 type preparedJob struct {
-	j    *chronos.Job
-	args []any
+	j   *chronos.Job
+	row *jobRow
+}
+
+// jobRow is what prepareJob computes for a job's insert: its next run (on
+// the database's clock), and its first audit entry.
+type jobRow struct {
+	next    *time.Time
+	actor   string
+	changes string
 }
 
 // prepareJob validates j against the database's clock now (defaults
-// applied), computes next_run_at and returns its row's arguments: what
-// CreateJob did before its INSERT, shared by every create.
-func prepareJob(ctx context.Context, j *chronos.Job, now time.Time) ([]any, error) {
+// applied), computes next_run_at and its audit entry: what CreateJob did
+// before its INSERT, shared by every create.
+func prepareJob(ctx context.Context, j *chronos.Job, now time.Time) (*jobRow, error) {
 	j.ApplyDefaults()
 	if err := j.Validate(); err != nil {
 		return nil, err
@@ -65,12 +62,10 @@ func prepareJob(ctx context.Context, j *chronos.Job, now time.Time) ([]any, erro
 	if !j.Enabled && j.CronExpr != nil {
 		next = nil // a paused cron job has no next run; resuming starts from then
 	}
-	args := append(append(jobArgs(j, next), secretHeadersArg(j), toStored(j.SigningSecrets)), policyArgs(j)...)
-	return append(args, j.CreatedAt, j.Description, labelsArg(j), chronos.ActorFrom(ctx),
-		chronos.CreationChanges(j), j.OnDeadURL, j.LimitKey), nil
+	return &jobRow{next: next, actor: chronos.ActorFrom(ctx), changes: chronos.CreationChanges(j)}, nil
 }
 
-// insertJobsSQL is the statement that inserts n jobs, their schedule rows
+// insertJobsSQL is the statement that inserts jobs, their schedule rows
 // and their first audit entries at once. A job whose name is taken (by a
 // stored job or an earlier job of the batch) is skipped, not an error: the
 // caller finds it missing from the result, so one taken name fails one job
@@ -78,68 +73,67 @@ func prepareJob(ctx context.Context, j *chronos.Job, now time.Time) ([]any, erro
 // name, which the unique index makes a key. next_run_at goes to the
 // schedule row only (jobs' column is the old shape's, kept null): the
 // insert trigger's row for each job then finds this one and keeps it.
-func insertJobsSQL(n int) string {
-	var b strings.Builder
-	b.WriteString("WITH ins AS (\n\tINSERT INTO jobs (" + jobInsertColumns + ")\n\tVALUES ")
-	p := func(o, k int) string { return "$" + strconv.Itoa(o+k) }
-	for i := range n {
-		o := i * jobArgCount
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(")
-		for k := 1; k <= 24; k++ {
-			if k == 16 {
-				b.WriteString("NULL, ") // next_run_at: see job_schedules below
-				continue
-			}
-			b.WriteString(p(o, k) + ", ")
-		}
-		// created_at, updated_at, description, labels, on_dead_url, limit_key
-		b.WriteString(p(o, 25) + ", " + p(o, 25) + ", " + p(o, 26) + ", " + p(o, 27) + ", " + p(o, 30) + ", " + p(o, 31) + ")")
-	}
-	b.WriteString("\n\tON CONFLICT DO NOTHING\n\tRETURNING id, name, enabled, cron_expr, created_at, updated_at\n), v AS (\n" +
-		"\tSELECT * FROM (VALUES ")
-	for i := range n {
-		o := i * jobArgCount
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(" + p(o, 1) + "::text, " + p(o, 16) + "::timestamptz, " + p(o, 28) + "::text, " + p(o, 29) + "::jsonb)")
-	}
-	b.WriteString(") v (name, next_run_at, actor, changes)\n), sched AS (\n" +
-		"\tINSERT INTO job_schedules (job_id, enabled, cron, next_run_at)\n" +
-		"\tSELECT ins.id, ins.enabled, ins.cron_expr IS NOT NULL, v.next_run_at FROM ins JOIN v ON v.name = ins.name\n), audit AS (\n" +
-		"\tINSERT INTO job_audit (job_id, action, actor, changes)\n" +
-		"\tSELECT ins.id, 'create', v.actor, v.changes FROM ins JOIN v ON v.name = ins.name\n)\n" +
-		"SELECT ins.id, ins.name, v.next_run_at, ins.created_at, ins.updated_at FROM ins JOIN v ON v.name = ins.name")
-	return b.String()
-}
+//
+// The jobs come as one array per column (insertArgs), not as a VALUES row
+// of parameters per job: the text is the same for any number of jobs, so
+// each connection parses and plans it once, where a VALUES list of a
+// thousand rows (31,000 parameters) took longer to parse and plan than to
+// run. JSON columns come as text and secret_headers as array literals
+// (arrays of arrays cannot be ragged), cast row by row.
+const insertJobsSQL = `WITH v AS (
+	SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[],
+		$7::text[], $8::text[], $9::int[], $10::int[], $11::text[], $12::float8[], $13::float8[], $14::text[],
+		$15::bool[], $16::timestamptz[], $17::text[], $18::text[], $19::timestamptz[], $20::timestamptz[],
+		$21::text[], $22::int[], $23::int[], $24::text[], $25::text[], $26::text[], $27::text[], $28::text[],
+		$29::text[], $30::text[]) WITH ORDINALITY
+	AS v (name, cron_expr, run_at, timezone, target_url, method, headers, payload, timeout_seconds,
+		max_retries, backoff, backoff_base_seconds, backoff_max_seconds, overlap, enabled, next_run_at,
+		secret_headers, signing_secrets, starts_at, ends_at, misfire, starting_deadline_seconds,
+		jitter_seconds, exclude, description, labels, actor, changes, on_dead_url, limit_key, ord)
+), ins AS (
+	INSERT INTO jobs (` + jobInsertColumns + `)
+	SELECT name, cron_expr, run_at, timezone, target_url, method, headers::jsonb, payload::json,
+		timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds, overlap, enabled,
+		NULL, secret_headers::text[], signing_secrets::jsonb, starts_at, ends_at, misfire,
+		starting_deadline_seconds, jitter_seconds, exclude::jsonb, $31, $31, description, labels::jsonb,
+		on_dead_url, limit_key
+	  FROM v ORDER BY ord
+	ON CONFLICT DO NOTHING
+	RETURNING id, name, enabled, cron_expr, created_at, updated_at
+), sched AS (
+	INSERT INTO job_schedules (job_id, enabled, cron, next_run_at)
+	SELECT ins.id, ins.enabled, ins.cron_expr IS NOT NULL, v.next_run_at FROM ins JOIN v ON v.name = ins.name
+), audit AS (
+	INSERT INTO job_audit (job_id, action, actor, changes)
+	SELECT ins.id, 'create', v.actor, v.changes::jsonb FROM ins JOIN v ON v.name = ins.name
+)
+SELECT ins.id, ins.name, v.next_run_at, ins.created_at, ins.updated_at FROM ins JOIN v ON v.name = ins.name`
 
-// preparedStatementMax is the largest batch whose statement is kept in
-// pgx's per-connection statement cache; larger ones (the batch route's,
-// of any size up to MaxJobBatch) are described and run without caching,
-// so they do not crowd out the hot statements.
-const preparedStatementMax = 64
+// jobInsertColumns are the columns insertJobsSQL fills, in its order.
+const jobInsertColumns = `name, cron_expr, run_at, timezone, target_url, method, headers, payload,
+	timeout_seconds, max_retries, backoff, backoff_base_seconds, backoff_max_seconds,
+	overlap, enabled, next_run_at, secret_headers, signing_secrets, starts_at, ends_at, misfire,
+	starting_deadline_seconds, jitter_seconds, exclude, created_at, updated_at, description, labels,
+	on_dead_url, limit_key`
 
 // insertJobs inserts validated jobs in one statement on q and fills each
 // inserted job's id, next_run_at and timestamps. It returns, per job,
 // nil or the ECONFLICT of a taken name. Names must be distinct within
-// jobs (see distinctNames).
+// jobs (see distinctNames), and all of them prepared at the same instant
+// (created_at is one for the statement).
 func insertJobs(ctx context.Context, q querier, jobs []preparedJob) ([]error, error) {
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, len(jobs)*jobArgCount+1)
-	if len(jobs) > preparedStatementMax {
-		args = append(args, pgx.QueryExecModeDescribeExec)
+	args, err := insertArgs(jobs)
+	if err != nil {
+		return nil, err
 	}
 	byName := make(map[string]int, len(jobs))
 	for i, p := range jobs {
-		args = append(args, p.args...)
 		byName[p.j.Name] = i
 	}
-	rows, err := q.Query(ctx, insertJobsSQL(len(jobs)), args...)
+	rows, err := q.Query(ctx, insertJobsSQL, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +169,94 @@ func insertJobs(ctx context.Context, q querier, jobs []preparedJob) ([]error, er
 		}
 	}
 	return errs, nil
+}
+
+// insertArgs are insertJobsSQL's arguments for jobs: one array per
+// column, then created_at. JSON values are encoded as pgx encodes them
+// for a jsonb parameter (json.Marshal; a nil map as NULL).
+func insertArgs(jobs []preparedJob) ([]any, error) {
+	n := len(jobs)
+	var (
+		name, tz, target, method, backoff, overlap, misfire, descr, actor = make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n)
+		cron, headers, payload, secretHeaders, signing, exclude, labels, changes, onDead, limitKey = make([]*string, n),
+			make([]*string, n), make([]*string, n), make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]*string, n), make([]*string, n)
+		runAt, next, startsAt, endsAt = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n),
+			make([]*time.Time, n)
+		timeout, retries, jitter = make([]int, n), make([]int, n), make([]int, n)
+		deadline                 = make([]*int, n)
+		base, maxBackoff         = make([]float64, n), make([]float64, n)
+		enabled                  = make([]bool, n)
+	)
+	for i, p := range jobs {
+		j := p.j
+		name[i], cron[i], runAt[i], tz[i], target[i], method[i] = j.Name, j.CronExpr, j.RunAt, j.Timezone, j.TargetURL, j.Method
+		if j.Headers != nil {
+			h, err := json.Marshal(j.Headers)
+			if err != nil {
+				return nil, fmt.Errorf("insert jobs: encode headers: %w", err)
+			}
+			hs := string(h)
+			headers[i] = &hs
+		}
+		if len(j.Payload) > 0 {
+			ps := string(j.Payload) // byte for byte: the column is json
+			payload[i] = &ps
+		}
+		timeout[i], retries[i], backoff[i], base[i], maxBackoff[i] = j.TimeoutSeconds, j.MaxRetries, string(j.Backoff),
+			j.BackoffBaseSeconds, j.BackoffMaxSeconds
+		overlap[i], enabled[i], next[i] = string(j.Overlap), j.Enabled, p.row.next
+		secretHeaders[i] = textArrayLiteral(secretHeadersArg(j))
+		s, err := json.Marshal(toStored(j.SigningSecrets))
+		if err != nil {
+			return nil, fmt.Errorf("insert jobs: encode signing secrets: %w", err)
+		}
+		signing[i] = string(s)
+		startsAt[i], endsAt[i], misfire[i], deadline[i], jitter[i] = j.StartsAt, j.EndsAt, string(j.Misfire),
+			j.StartingDeadlineSeconds, j.JitterSeconds
+		ex := j.Exclude
+		if ex == nil {
+			ex = []chronos.DateRange{}
+		}
+		e, err := json.Marshal(ex)
+		if err != nil {
+			return nil, fmt.Errorf("insert jobs: encode exclude: %w", err)
+		}
+		exclude[i] = string(e)
+		descr[i] = j.Description
+		l, err := json.Marshal(labelsArg(j))
+		if err != nil {
+			return nil, fmt.Errorf("insert jobs: encode labels: %w", err)
+		}
+		labels[i], actor[i], changes[i], onDead[i], limitKey[i] = string(l), p.row.actor, p.row.changes, j.OnDeadURL, j.LimitKey
+	}
+	return []any{name, cron, runAt, tz, target, method, headers, payload, timeout, retries, backoff, base,
+		maxBackoff, overlap, enabled, next, secretHeaders, signing, startsAt, endsAt, misfire, deadline, jitter,
+		exclude, descr, labels, actor, changes, onDead, limitKey, jobs[0].j.CreatedAt}, nil
+}
+
+// textArrayLiteral is ss as a Postgres array literal ('{"a","b"}'), every
+// element quoted so that none reads as NULL.
+func textArrayLiteral(ss []string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		for _, r := range s {
+			if r == '"' || r == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		}
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // nameTaken is the error of a create whose name another job has, as
@@ -252,12 +334,12 @@ func (db *DB) CreateJobs(ctx context.Context, jobs []*chronos.Job) error {
 				errs[i] = cerrs[i]
 				continue
 			}
-			args, err := prepareJob(ctx, j, now)
+			row, err := prepareJob(ctx, j, now)
 			if err != nil {
 				errs[i] = err
 				continue
 			}
-			prepared[i] = preparedJob{j: j, args: args}
+			prepared[i] = preparedJob{j: j, row: row}
 		}
 		for i, dup := range distinctNames(prepared) {
 			if dup {
@@ -306,7 +388,7 @@ func distinctNames(jobs []preparedJob) []bool {
 	seen := make(map[string]bool, len(jobs))
 	dup := make([]bool, len(jobs))
 	for i, p := range jobs {
-		if p.args == nil {
+		if p.row == nil {
 			continue
 		}
 		if seen[p.j.Name] {

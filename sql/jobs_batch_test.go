@@ -110,7 +110,7 @@ func activeInserts(t *testing.T, db *sql.DB) int {
 	var n int
 	err := db.Pool.QueryRow(context.Background(), `
 		SELECT count(*) FROM pg_stat_activity
-		 WHERE datname = current_database() AND state = 'active' AND query LIKE 'WITH ins AS (%INSERT INTO jobs%'`).Scan(&n)
+		 WHERE datname = current_database() AND state = 'active' AND query LIKE 'WITH v AS (%INSERT INTO jobs%'`).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}
