@@ -15,7 +15,10 @@ PKGS        ?= ./...
 
 ## test: gofmt check, go vet, staticcheck, then go test -race against a real Postgres
 ## (the chronos module, then the deploy module's checks of deploy/ and compose.yaml).
-test: lint gotest gotest-deploy
+## Both modules' tests share one Postgres (a throwaway cluster is started once): the
+## inner scripts/testdb.sh calls see TEST_DATABASE_URL set and use it as it is.
+test: lint
+	bash scripts/testdb.sh $(MAKE) --no-print-directory gotest gotest-deploy
 
 ## lint: gofmt check, go vet and staticcheck.
 lint: fmt-check vet staticcheck

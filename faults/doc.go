@@ -22,9 +22,9 @@
 // It is tests only (this file exists for the package comment). Like
 // tickets/, it may import everything and nothing imports it.
 //
-//	go test ./faults/                  # the default: a few minutes at most
-//	go test -short ./faults/           # trimmed durations
-//	go test ./faults/ -args -soak      # the full durations of design.md
+//	go test ./faults/                          # make test's short sizes: every scenario, shorter windows
+//	CHRONOS_LONG_TESTS=1 go test ./faults/     # CI's (.ci/run): normal sizes, plus failover and rolling upgrade
+//	go test ./faults/ -args -soak              # the full durations of design.md
 //	go test ./faults/ -run TestFaults/leader_kill -v
 //	go test ./faults/ -run TestModel -model.duration=10m -timeout 30m
 //	go test ./faults/ -run 'TestModel/seq3$' -model.seed=S -model.seq=3   # replay a failure

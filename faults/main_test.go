@@ -18,16 +18,24 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// pick returns the duration for the current mode: -short, default or -soak.
+// pick returns the size for the current mode: short (`make test`, plain
+// go test, -short), normal (longTestsVar set, as .ci/run does) or long
+// (-soak). The short sizes run every scenario and check every invariant,
+// on fewer jobs and shorter windows, so that `make test` fits in five
+// minutes on two cores; CI runs the normal sizes.
 func pick[T any](short, normal, long T) T {
 	switch {
 	case *soak:
 		return long
-	case testing.Short():
+	case testing.Short() || !longTests():
 		return short
 	}
 	return normal
 }
+
+// longTests says whether the long fault tests run and the others run at
+// their normal sizes (longTestsVar set, or -soak).
+func longTests() bool { return os.Getenv(longTestsVar) != "" || *soak }
 
 // longTestsVar turns on the fault tests that take over a minute or need
 // more than the shared test server (.ci/run sets it).
@@ -37,7 +45,7 @@ const longTestsVar = "CHRONOS_LONG_TESTS"
 // the run is a -soak.
 func skipUnlessLong(t *testing.T) {
 	t.Helper()
-	if os.Getenv(longTestsVar) == "" && !*soak {
+	if !longTests() {
 		t.Skipf("a long fault test: set %s=1 (.ci/run does) or -soak", longTestsVar)
 	}
 }

@@ -308,7 +308,11 @@ func TestModel(t *testing.T) {
 	}
 	opsFor := *modelOpsFor
 	if opsFor <= 0 {
-		opsFor = pick(6*time.Second, 9*time.Second, 20*time.Second)
+		// The short run's one sequence is the longest: a sequence's
+		// cluster start, final stop and checks cost more than its
+		// operations, so one long sequence keeps most of two short ones'
+		// operations for half the time.
+		opsFor = pick(12*time.Second, 9*time.Second, 20*time.Second)
 	}
 	sequences := pick(1, 2, 6)
 	var deadline time.Time

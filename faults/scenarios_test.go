@@ -50,21 +50,24 @@ func scenarios() []scenario {
 			fault:  workerKills,
 		},
 		{
-			name:   "db_cut",
-			exp:    expectations{duplicates: true, gaps: true},
-			window: pick(9*time.Second, 13*time.Second, 20*time.Second),
+			name: "db_cut",
+			exp:  expectations{duplicates: true, gaps: true},
+			// 10 s in every mode: longer than the lease, and as long as
+			// the completer's statement timeout.
+			window: pick(13*time.Second, 13*time.Second, 20*time.Second),
 			fault: func(t *testing.T, s *scenarioRun) {
-				dbFault(t, s, "cut", pick(5*time.Second, 10*time.Second, 10*time.Second), 0, s.c.proxy.Cut)
+				dbFault(t, s, "cut", 10*time.Second, 0, s.c.proxy.Cut)
 			},
 		},
 		{
 			name:   "db_stall",
 			exp:    expectations{duplicates: true, gaps: true},
-			window: pick(9*time.Second, 13*time.Second, 20*time.Second),
+			window: pick(13*time.Second, 13*time.Second, 20*time.Second),
 			fault: func(t *testing.T, s *scenarioRun) {
 				// A statement caught in the stall keeps its row locks until
-				// its client's timeout (the completer's is 10 s) gives up.
-				dbFault(t, s, "stall", pick(5*time.Second, 10*time.Second, 10*time.Second), 10*time.Second, s.c.proxy.Stall)
+				// its client's timeout (the completer's is 10 s) gives up:
+				// 10 s in every mode, so that the timeout fires.
+				dbFault(t, s, "stall", 10*time.Second, 10*time.Second, s.c.proxy.Stall)
 			},
 		},
 		{
