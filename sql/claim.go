@@ -321,6 +321,14 @@ func (db *DB) Renew(ctx context.Context, l Lease, d time.Duration) error {
 	return fenced(l, tag.RowsAffected(), err, "renew lease", "renew lease of run %d attempt %d")
 }
 
+// undoAttemptSet is the SET list that hands a leased or running run back
+// to pending as if its attempt had never been made (Release, Defer,
+// Postpone): attempt_count back down, the lease cleared, started_at
+// cleared again for a first attempt.
+const undoAttemptSet = `status = 'pending', attempt_count = attempt_count - 1,
+			       leased_by = NULL, leased_until = NULL,
+			       started_at = CASE WHEN attempt_count = 1 THEN NULL ELSE started_at END`
+
 // Release hands a leased or running run back to pending without counting
 // the attempt (graceful shutdown). ErrLeaseLost when the lease is gone.
 //
@@ -335,9 +343,7 @@ func (db *DB) Release(ctx context.Context, l Lease) error {
 	err := db.Pool.QueryRow(ctx, `
 		WITH freed AS (
 			UPDATE job_runs
-			   SET status = 'pending', attempt_count = attempt_count - 1,
-			       leased_by = NULL, leased_until = NULL,
-			       started_at = CASE WHEN attempt_count = 1 THEN NULL ELSE started_at END
+			   SET `+undoAttemptSet+`
 			 WHERE `+fence+`
 			RETURNING id
 		), forgotten AS (

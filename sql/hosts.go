@@ -206,9 +206,7 @@ func (db *DB) Defer(ctx context.Context, d Deferral) (DeferResult, error) {
 	err = tx.QueryRow(ctx, `
 		WITH freed AS (
 			UPDATE job_runs
-			   SET status = 'pending', attempt_count = attempt_count - 1,
-			       leased_by = NULL, leased_until = NULL,
-			       started_at = CASE WHEN attempt_count = 1 THEN NULL ELSE started_at END,
+			   SET `+undoAttemptSet+`,
 			       available_at = now() + $5::bigint * interval '1 microsecond',
 			       deferrals = deferrals + 1, last_status_code = $6, last_error = $7
 			 WHERE `+fence+` AND deferrals < $8

@@ -53,9 +53,7 @@ func (db *DB) Postpone(ctx context.Context, p Postponement) (PostponeResult, err
 	err = tx.QueryRow(ctx, `
 		WITH freed AS (
 			UPDATE job_runs
-			   SET status = 'pending', attempt_count = attempt_count - 1,
-			       leased_by = NULL, leased_until = NULL,
-			       started_at = CASE WHEN attempt_count = 1 THEN NULL ELSE started_at END,
+			   SET `+undoAttemptSet+`,
 			       available_at = greatest(available_at, now() + $5::bigint * interval '1 microsecond')
 			 WHERE `+fence+`
 			RETURNING id, available_at
