@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -356,10 +357,10 @@ func (r *crashRun) checkEdits(t *testing.T, ctx context.Context, f *crashFailure
 				f.add("audit entry lost", "job %d: the acknowledged PATCH of its description to %q (answered %s) has no audit entry", id, e.value, e.at.Format("15:04:05.000"))
 			}
 		}
-		if !containsStr(descOK, now.desc) {
+		if !slices.Contains(descOK, now.desc) {
 			f.add("acknowledged edit lost", "job %d: description %q, but the last acknowledged PATCH (or a later unanswered one) wrote one of %q", id, now.desc, descOK)
 		}
-		if !containsBool(enOK, now.enabled) {
+		if !slices.Contains(enOK, now.enabled) {
 			f.add("acknowledged pause/resume lost", "job %d: enabled %v, but the last acknowledged pause or resume (or a later unanswered one) set one of %v", id, now.enabled, enOK)
 		}
 		for _, action := range []string{"pause", "resume"} {
@@ -449,22 +450,4 @@ func (r *crashRun) checkEdits(t *testing.T, ctx context.Context, f *crashFailure
 	}
 	return fmt.Sprintf("edits acknowledged/sent: %s; idempotency keys replayed %d; burst resume calls %d acknowledged, %d unanswered, %d jobs resumed by acknowledged calls",
 		strings.Join(parts, ", "), replayed, ackedCalls, lostCalls, len(resumedBy))
-}
-
-func containsStr(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
-func containsBool(xs []bool, x bool) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }

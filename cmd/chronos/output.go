@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,7 +93,7 @@ func fields(t io.Writer, v any, skip ...string) {
 	sort.Strings(keys)
 	row(t, "FIELD", "VALUE")
 	for _, k := range keys {
-		if contains(skip, k) {
+		if slices.Contains(skip, k) {
 			continue
 		}
 		row(t, k, bare(m[k]))
@@ -102,15 +103,6 @@ func fields(t io.Writer, v any, skip ...string) {
 func sorted(xs []string) []string {
 	sort.Strings(xs)
 	return xs
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 // bare renders a JSON value for a table cell: a string without quotes,
