@@ -24,6 +24,16 @@ func smJob(t *testing.T, db *sql.DB, expr string, maxRetries int, overlap chrono
 	return j
 }
 
+// smTriggered opens a state-machine ticket whose subject is one run: a
+// job with maxRetries that never fires by itself (overlap allowed), and
+// that job's run, triggered now.
+func smTriggered(t *testing.T, maxRetries int) (*sql.DB, context.Context, *chronos.Run) {
+	t.Helper()
+	db, ctx := smOpen(t)
+	j := smJob(t, db, "0 0 1 1 *", maxRetries, chronos.OverlapAllow)
+	return db, ctx, smTrigger(t, db, j.ID)
+}
+
 // smMust is what a call of the data layer that must work returns; the
 // failure names the call as format and args say.
 func smMust[T any](t *testing.T, call func(context.Context) (T, error), format string, args ...any) T {

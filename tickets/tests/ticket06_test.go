@@ -14,10 +14,8 @@ import (
 // N failures send it back to pending, the next one dead-letters it, and
 // every attempt has its row.
 func TestTicket06ExactlyMaxRetriesRetries(t *testing.T) {
-	db, ctx := smOpen(t)
 	const n = 3
-	j := smJob(t, db, "0 0 1 1 *", n, chronos.OverlapAllow)
-	run := smTrigger(t, db, j.ID)
+	db, ctx, run := smTriggered(t, n)
 	for attempt := 1; attempt <= n+1; attempt++ {
 		c := smClaim(t, db, "worker", time.Minute)
 		if c.Run.AttemptCount != attempt {

@@ -11,10 +11,8 @@ import (
 // max_retries times, then dead-letters with "lease expired";
 // attempt_count grows with every reclaim.
 func TestTicket11ReclaimedRunsCount(t *testing.T) {
-	db, ctx := smOpen(t)
 	const maxRetries = 2
-	j := smJob(t, db, "0 0 1 1 *", maxRetries, chronos.OverlapAllow)
-	run := smTrigger(t, db, j.ID)
+	db, ctx, run := smTriggered(t, maxRetries)
 	reclaims := 0
 	for attempt := 1; ; attempt++ {
 		if attempt > maxRetries+2 {

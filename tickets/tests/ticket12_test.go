@@ -11,14 +11,12 @@ import (
 // passed. A running run leased for another hour is untouched; a leased
 // run whose lease ran out a minute ago is pending again.
 func TestTicket12ReaperComparison(t *testing.T) {
-	db, ctx := smOpen(t)
-	j := smJob(t, db, "0 0 1 1 *", 3, chronos.OverlapAllow)
-	alive := smTrigger(t, db, j.ID)
+	db, ctx, alive := smTriggered(t, 3)
 	c := smClaim(t, db, "alive-worker", time.Minute)
 	if err := db.Start(ctx, c.Lease()); err != nil {
 		t.Fatal(err)
 	}
-	expired := smTrigger(t, db, j.ID)
+	expired := smTrigger(t, db, alive.JobID)
 	smClaim(t, db, "gone-worker", time.Minute)
 	_, err := db.Pool.Exec(ctx, `
 		UPDATE job_runs SET leased_until = CASE id WHEN $1 THEN now() + interval '1 hour'

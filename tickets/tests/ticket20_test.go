@@ -14,9 +14,7 @@ import (
 // success or failure over the new attempt: its late writes are rejected
 // with ErrLeaseLost and change nothing; the new holder's write works.
 func TestTicket20FencingStaleWorker(t *testing.T) {
-	db, ctx := smOpen(t)
-	j := smJob(t, db, "0 0 1 1 *", 3, chronos.OverlapAllow)
-	run := smTrigger(t, db, j.ID)
+	db, ctx, run := smTriggered(t, 3)
 	old := smClaim(t, db, "worker-a", 50*time.Millisecond)
 	if err := db.Start(ctx, old.Lease()); err != nil {
 		t.Fatal(err)
