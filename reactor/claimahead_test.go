@@ -9,7 +9,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Runs claimed ahead of their instant (ClaimAhead, here far wider than the
@@ -17,8 +16,7 @@ import (
 // request arrives at or after its X-Chronos-Scheduled-At, by the one
 // machine clock the database and the target share.
 func TestClaimedAheadIsSentAtItsInstant(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	var (
 		mu    sync.Mutex
 		early []string
@@ -59,8 +57,7 @@ func TestClaimedAheadIsSentAtItsInstant(t *testing.T) {
 // grace runs out was never sent: it goes back to pending with its attempt
 // uncounted, and nothing is left leased.
 func TestShutdownReleasesRunsWaitingForTheirInstant(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	tg := newTarget(t, nil)
 	in := startReactor(t, dsn, Config{Lookahead: 6 * time.Second, ClaimAhead: 6 * time.Second,
 		ShutdownTimeout: 100 * time.Millisecond})
@@ -73,7 +70,7 @@ func TestShutdownReleasesRunsWaitingForTheirInstant(t *testing.T) {
 	if n := tg.Hits.Load(); n != 0 || time.Now().After(runAt) {
 		t.Fatalf("the target got %d requests; shutdown ended %v after the run's instant", n, time.Since(runAt))
 	}
-	if r := reactortest.RunOf(t, in.db, runID); r.Status != chronos.StatusPending || r.AttemptCount != 0 || r.LeasedBy != nil {
+	if r := runOf(t, in.db, runID); r.Status != chronos.StatusPending || r.AttemptCount != 0 || r.LeasedBy != nil {
 		t.Fatalf("unsent run after shutdown: %+v, want pending with no attempt counted", r)
 	}
 }
@@ -99,8 +96,7 @@ func waitLeased(t *testing.T, in *instance, jobID int64) int64 {
 // its creation, materialized and claimed at once: a loaded machine may
 // take seconds to do that).
 func TestPauseStopsARunClaimedAhead(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	in := startReactor(t, dsn, Config{ClaimAhead: 8 * time.Second, Lookahead: 10 * time.Second})
 	runAt := time.Now().Add(6 * time.Second).UTC()
@@ -120,8 +116,7 @@ func TestPauseStopsARunClaimedAhead(t *testing.T) {
 // A one-shot whose run_at moved while its run was claimed ahead fires
 // once, at the new time, never at both.
 func TestMovedOneShotClaimedAheadFiresOnce(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	var (
 		mu   sync.Mutex
 		hits []time.Time

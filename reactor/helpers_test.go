@@ -9,16 +9,27 @@ import (
 	"github.com/chronoshq/chronos/bus"
 	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // The helpers of this package's tests live in reactor/reactortest, shared
-// with the ticket tests; these are the names the tests here call them by.
+// with the ticket tests, and sql/sqltest; these are the names the tests
+// here call them by.
 var (
 	createJob     = reactortest.CreateJob
 	eventually    = reactortest.Eventually
-	runOf         = reactortest.RunOf
+	runOf         = sqltest.Run
 	startListener = reactortest.StartListener
 )
+
+// parallelDSN opens most tests here: the test runs in parallel with the
+// others, on a database of its own, named by the URL its instances open
+// their pools with.
+func parallelDSN(t *testing.T) string {
+	t.Helper()
+	t.Parallel()
+	return sqltest.NewURL(t)
+}
 
 // instance is a running reactor in a test.
 type instance struct {

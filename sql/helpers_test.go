@@ -128,14 +128,8 @@ func insertScheduled(t testing.TB, db *sql.DB, jobID int64, at time.Time) {
 	}
 }
 
-func mustRun(t testing.TB, db *sql.DB, id int64) *chronos.Run {
-	t.Helper()
-	r, err := db.Run(context.Background(), id)
-	if err != nil {
-		t.Fatalf("get run %d: %v", id, err)
-	}
-	return r
-}
+// mustRun reads a run with its attempts.
+var mustRun = sqltest.Run
 
 func claimOne(t testing.TB, db *sql.DB, worker string, lease time.Duration) sql.Claimed {
 	t.Helper()

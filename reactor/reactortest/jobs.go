@@ -9,6 +9,7 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // jobSeq numbers unnamed test jobs: names are unique.
@@ -37,23 +38,13 @@ func CreateJob(t testing.TB, db *sql.DB, j *chronos.Job) *chronos.Job {
 	return j
 }
 
-// RunOf reads a run with its attempts.
-func RunOf(t testing.TB, db *sql.DB, id int64) *chronos.Run {
-	t.Helper()
-	r, err := db.Run(context.Background(), id)
-	if err != nil {
-		t.Fatalf("run %d: %v", id, err)
-	}
-	return r
-}
-
 // WaitStatus waits up to d for the run to reach status, and returns it as
 // read then.
 func WaitStatus(t testing.TB, db *sql.DB, id int64, status chronos.RunStatus, d time.Duration) *chronos.Run {
 	t.Helper()
 	var r *chronos.Run
 	Eventually(t, d, "run in status "+string(status), func() bool {
-		r = RunOf(t, db, id)
+		r = sqltest.Run(t, db, id)
 		return r.Status == status
 	})
 	return r
@@ -65,7 +56,7 @@ func WaitTerminal(t testing.TB, db *sql.DB, id int64, d time.Duration) *chronos.
 	t.Helper()
 	var r *chronos.Run
 	Eventually(t, d, "run finished", func() bool {
-		r = RunOf(t, db, id)
+		r = sqltest.Run(t, db, id)
 		return r.Status.Terminal()
 	})
 	return r

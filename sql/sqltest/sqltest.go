@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -102,6 +103,16 @@ func Now(t testing.TB, db *sql.DB) time.Time {
 		t.Fatal(err)
 	}
 	return now
+}
+
+// Run reads the run id with its attempts (db.Run).
+func Run(t testing.TB, db *sql.DB, id int64) *chronos.Run {
+	t.Helper()
+	r, err := db.Run(context.Background(), id)
+	if err != nil {
+		t.Fatalf("run %d: %v", id, err)
+	}
+	return r
 }
 
 // Connect opens a plain connection to dsn for a test's own statements,
