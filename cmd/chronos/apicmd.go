@@ -70,6 +70,18 @@ func (a *apiFlags) deleteCmd(cmd *cobra.Command, noun string, del func(c *client
 	return cmd
 }
 
+// listCmd completes cmd as the list command of things named by a key
+// (limits, calendars): list fetches them all, printed as doc makes them
+// (-o json, yaml) or with table.
+func listCmd[T any](a *apiFlags, cmd *cobra.Command, list func(c *client.Client, ctx context.Context) ([]T, error), doc func(vs []T) any, table func(t *tabwriter.Writer, vs []T)) *cobra.Command {
+	cmd.Args = noArgs
+	cmd.RunE = a.runE(func(cmd *cobra.Command, c *client.Client, _ []string) error {
+		vs, err := list(c, cmd.Context())
+		return a.out.printResult(doc(vs), err, func(t *tabwriter.Writer) string { table(t, vs); return "" })
+	})
+	return cmd
+}
+
 // getCmd completes cmd as the get command of things named by a key
 // (limits, calendars): get fetches the argument's, printed with table.
 func getCmd[T any](a *apiFlags, cmd *cobra.Command, get func(c *client.Client, ctx context.Context, key string) (T, error), table func(t *tabwriter.Writer, v T) (footer string)) *cobra.Command {

@@ -16,15 +16,8 @@ import (
 )
 
 func calendarsList(a *apiFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "list calendars",
-		Args:  noArgs,
-		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, _ []string) error {
-			cs, err := c.ListCalendars(cmd.Context())
-			return a.out.printResult(cs, err, func(t *tabwriter.Writer) string { calendarTable(t, cs); return "" })
-		}),
-	}
+	cmd := &cobra.Command{Use: "list", Short: "list calendars"}
+	return listCmd(a, cmd, (*client.Client).ListCalendars, func(cs []*chronos.Calendar) any { return cs }, calendarTable)
 }
 
 func calendarTable(t *tabwriter.Writer, cs []*chronos.Calendar) {

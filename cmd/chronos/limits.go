@@ -12,21 +12,9 @@ import (
 )
 
 func limitsList(a *apiFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "list limits with their runs in flight, tokens left and runs waiting",
-		Args:  noArgs,
-		RunE: a.runE(func(cmd *cobra.Command, c *client.Client, _ []string) error {
-			ls, err := c.ListLimits(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return a.out.print(map[string]any{"limits": ls}, func(t *tabwriter.Writer) string {
-				limitTable(t, ls)
-				return ""
-			})
-		}),
-	}
+	cmd := &cobra.Command{Use: "list", Short: "list limits with their runs in flight, tokens left and runs waiting"}
+	return listCmd(a, cmd, (*client.Client).ListLimits,
+		func(ls []*chronos.Limit) any { return map[string]any{"limits": ls} }, limitTable)
 }
 
 // limitTable prints limits as a table.
