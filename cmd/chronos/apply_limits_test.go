@@ -37,8 +37,7 @@ max_concurrency: 5
 // limits the files no longer list, a manifest of jobs alone leaving the
 // limits alone, and bad limits refusing the whole apply.
 func TestCLIApplyLimits(t *testing.T) {
-	t.Parallel()
-	env := apiEnv(t)
+	env := parallelAPIEnv(t)
 	limit := func(key string) (*chronos.Limit, bool) {
 		code, out, _ := cli(t, env, "", "limits", "get", key, "-o", "json")
 		if code != 0 {

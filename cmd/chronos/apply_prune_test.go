@@ -13,8 +13,7 @@ import (
 // refused, naming --allow-empty, and deletes nothing (issue 22, item 11).
 // With --allow-empty it deletes them, as asked.
 func TestCLIApplyPruneEmpty(t *testing.T) {
-	t.Parallel()
-	env := apiEnv(t)
+	env := parallelAPIEnv(t)
 	manifest := `- {name: p1, cron_expr: "@daily", target_url: "http://127.0.0.1:9/", labels: {team: payments}}
 - {name: p2, cron_expr: "@daily", target_url: "http://127.0.0.1:9/", labels: {team: payments}}
 - {name: o1, cron_expr: "@daily", target_url: "http://127.0.0.1:9/", labels: {team: ops}}

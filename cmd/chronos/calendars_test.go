@@ -12,8 +12,7 @@ import (
 )
 
 func TestCLICalendarsAndBackfill(t *testing.T) {
-	t.Parallel()
-	env := apiEnv(t)
+	env := parallelAPIEnv(t)
 	ics := filepath.Join(t.TempDir(), "xmas.ics")
 	text := "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//EN\r\nBEGIN:VEVENT\r\nUID:x\r\nDTSTAMP:20260101T000000Z\r\n" +
 		"DTSTART;VALUE=DATE:20261225\r\nRRULE:FREQ=YEARLY;COUNT=3\r\nEND:VEVENT\r\nEND:VCALENDAR\r\n"
@@ -67,8 +66,7 @@ func TestCLICalendarsAndBackfill(t *testing.T) {
 }
 
 func TestCLIApplyCalendars(t *testing.T) {
-	t.Parallel()
-	env := apiEnv(t)
+	env := parallelAPIEnv(t)
 	manifest := `
 kind: Calendar
 name: us-holidays

@@ -7,8 +7,7 @@ import (
 
 // TestCLILabels: pause and resume by label selector, and list by label.
 func TestCLILabels(t *testing.T) {
-	t.Parallel()
-	env := apiEnv(t)
+	env := parallelAPIEnv(t)
 	for _, j := range []struct{ name, team string }{{"p1", "payments"}, {"p2", "payments"}, {"o1", "ops"}} {
 		code, _, errOut := cli(t, env, "", "jobs", "create", "--name", j.name, "--cron", "@daily", "--target", "http://127.0.0.1:9/", "--label", "team="+j.team)
 		if code != 0 && strings.Contains(errOut, "labels") {

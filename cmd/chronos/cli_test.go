@@ -25,6 +25,14 @@ func apiEnv(t *testing.T) map[string]string {
 	return apiEnvOn(t, sqltest.New(t))
 }
 
+// parallelAPIEnv opens most CLI tests: the test runs in parallel with
+// the others, the CLI pointed at an API of its own (apiEnv).
+func parallelAPIEnv(t *testing.T) map[string]string {
+	t.Helper()
+	t.Parallel()
+	return apiEnv(t)
+}
+
 // apiEnvOn is apiEnv on db, for a test that also writes to it directly.
 func apiEnvOn(t *testing.T, db *sql.DB) map[string]string {
 	t.Helper()
@@ -54,8 +62,7 @@ func ok(t *testing.T, env map[string]string, args ...string) string {
 }
 
 func TestCLIJobsAndRuns(t *testing.T) {
-	t.Parallel()
-	env := apiEnv(t)
+	env := parallelAPIEnv(t)
 	out := ok(t, env, "jobs", "create", "--name", "nightly-report", "--cron", "0 3 * * *", "--timezone", "Europe/Berlin",
 		"--target", "http://127.0.0.1:9/report", "--payload", `{"report":"daily"}`, "--header", "X-Env=prod")
 	if !strings.Contains(out, "nightly-report") || !strings.Contains(out, "0 3 * * *") || !strings.Contains(out, "Europe/Berlin") {
@@ -116,8 +123,7 @@ func TestCLIJobsAndRuns(t *testing.T) {
 
 // --on-dead-url sets a job's on_dead_url; "" clears it.
 func TestCLIOnDeadURL(t *testing.T) {
-	t.Parallel()
-	env := apiEnv(t)
+	env := parallelAPIEnv(t)
 	ok(t, env, "jobs", "create", "--name", "alerting", "--cron", "@hourly", "--target", "http://127.0.0.1:9/a",
 		"--on-dead-url", "http://127.0.0.1:9/dead")
 	if out := ok(t, env, "jobs", "get", "alerting"); !strings.Contains(out, "on_dead_url") || !strings.Contains(out, "http://127.0.0.1:9/dead") {
@@ -133,8 +139,7 @@ func TestCLIOnDeadURL(t *testing.T) {
 }
 
 func TestCLIApply(t *testing.T) {
-	t.Parallel()
-	env := apiEnv(t)
+	env := parallelAPIEnv(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "jobs.yaml")
 	write := func(s string) {

@@ -8,8 +8,7 @@ import (
 // TestCLIJobByNameErrorsShowTheStatus: a name no job has is a not_found
 // with its HTTP status, as an unknown id is (the walkthrough shows it).
 func TestCLIJobByNameErrorsShowTheStatus(t *testing.T) {
-	t.Parallel()
-	env := apiEnv(t)
+	env := parallelAPIEnv(t)
 	for _, arg := range []string{"nope", "99"} {
 		code, _, errOut := cli(t, env, "", "jobs", "get", arg)
 		if code != 1 || !strings.Contains(errOut, "chronos: not_found: ") || !strings.HasSuffix(strings.TrimSpace(errOut), "(HTTP 404)") {
@@ -21,8 +20,7 @@ func TestCLIJobByNameErrorsShowTheStatus(t *testing.T) {
 // TestCLIHistoryOutlivesTheJob: `jobs history NAME` finds a deleted job's
 // history by the name it had; a live job of that name comes first.
 func TestCLIHistoryOutlivesTheJob(t *testing.T) {
-	t.Parallel()
-	env := apiEnv(t)
+	env := parallelAPIEnv(t)
 	ok(t, env, "jobs", "create", "--name", "nightly-3", "--cron", "0 3 * * *", "--target", "http://127.0.0.1:9/x")
 	ok(t, env, "jobs", "update", "nightly-3", "--max-retries", "5")
 	ok(t, env, "jobs", "delete", "nightly-3")

@@ -13,8 +13,7 @@ import (
 // TestCLILimits: put, list, get, a job naming the key (flag and apply
 // manifest), delete refused while named, delete.
 func TestCLILimits(t *testing.T) {
-	t.Parallel()
-	env := apiEnv(t)
+	env := parallelAPIEnv(t)
 	if code, _, _ := cli(t, env, "", "limits", "put", "api"); code != 2 {
 		t.Fatalf("put without a limit: exit %d, want 2", code)
 	}
