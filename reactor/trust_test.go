@@ -180,8 +180,7 @@ func TestExclusiveOverlapAtTheTarget(t *testing.T) {
 // gets exactly one late request for the gap, flagged as the catch-up in
 // the recorded, and then the schedule resumes on time (issue 11.5).
 func TestCatchUpAfterClusterStop(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	rec := newRecorder(t, 0)
 	first := startLeader(t, dsn, Config{})
 	expr := "* * * * * *"
