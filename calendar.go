@@ -25,6 +25,14 @@ type Calendar struct {
 	UpdatedAt   time.Time `json:"updated_at"`
 }
 
+// CalendarSpec is the body of PUT /v1/calendars/{name}: a description
+// and Dates or ICal, exactly one.
+type CalendarSpec struct {
+	Description string    `json:"description,omitempty"`
+	Dates       *[]string `json:"dates,omitempty"`
+	ICal        *string   `json:"ical,omitempty"`
+}
+
 // CalendarPolicy says what a cron job does with an occurrence on one of
 // its calendars' dates.
 type CalendarPolicy string

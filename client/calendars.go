@@ -8,13 +8,9 @@ import (
 	"github.com/chronoshq/chronos"
 )
 
-// CalendarSpec is the body of PUT /v1/calendars/{name}: Dates or ICal,
-// exactly one.
-type CalendarSpec struct {
-	Description string    `json:"description,omitempty"`
-	Dates       *[]string `json:"dates,omitempty"`
-	ICal        *string   `json:"ical,omitempty"`
-}
+// CalendarSpec is what PutCalendar sets (the API's body, one type with
+// the server's).
+type CalendarSpec = chronos.CalendarSpec
 
 func calendarPath(name string) string { return "/v1/calendars/" + url.PathEscape(name) }
 

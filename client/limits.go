@@ -8,14 +8,9 @@ import (
 	"github.com/chronoshq/chronos"
 )
 
-// LimitSettings are what PutLimit sets: nil max_concurrency or rate means
-// none of that kind (at least one is required); nil PerSeconds with a rate
-// means per second.
-type LimitSettings struct {
-	MaxConcurrency *int `json:"max_concurrency"`
-	Rate           *int `json:"rate"`
-	PerSeconds     *int `json:"per_seconds"`
-}
+// LimitSettings are what PutLimit sets (the API's body, one type with the
+// server's).
+type LimitSettings = chronos.LimitSettings
 
 func limitPath(key string) string { return "/v1/limits/" + url.PathEscape(key) }
 

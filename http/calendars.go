@@ -7,14 +7,6 @@ import (
 	"github.com/chronoshq/chronos/ical"
 )
 
-// calendarRequest is the body of PUT /v1/calendars/{name}: dates or
-// iCalendar text, exactly one of them.
-type calendarRequest struct {
-	Description string    `json:"description"`
-	Dates       *[]string `json:"dates"`
-	ICal        *string   `json:"ical"`
-}
-
 // calendarList is the body of GET /v1/calendars.
 type calendarList struct {
 	Calendars []*chronos.Calendar `json:"calendars"`
@@ -33,7 +25,7 @@ func calendarName(c *gin.Context) (string, error) {
 // Replacing the dates of a calendar in use re-plans its jobs' runs
 // created ahead (sql.DB.PutCalendar).
 func (s *Server) putCalendar(c *gin.Context) {
-	var r calendarRequest
+	var r chronos.CalendarSpec
 	name, err := withBody(s, c, calendarName, &r, `a JSON object with "dates" or "ical" is required`)
 	var cal *chronos.Calendar
 	if err == nil {
@@ -52,7 +44,7 @@ func (s *Server) putCalendar(c *gin.Context) {
 
 // calendarOf builds the calendar a PUT describes; iCalendar text is
 // expanded into its dates here.
-func calendarOf(name string, r calendarRequest) (*chronos.Calendar, error) {
+func calendarOf(name string, r chronos.CalendarSpec) (*chronos.Calendar, error) {
 	cal := &chronos.Calendar{Name: name, Description: r.Description, Dates: []string{}}
 	switch {
 	case r.Dates != nil && r.ICal != nil:

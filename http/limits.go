@@ -6,15 +6,6 @@ import (
 	"github.com/chronoshq/chronos"
 )
 
-// limitInput is the body of PUT /v1/limits/{key}: the limit's settings.
-// Absent or null max_concurrency or rate means none of that kind; at
-// least one is required.
-type limitInput struct {
-	MaxConcurrency *int `json:"max_concurrency"`
-	Rate           *int `json:"rate"`
-	PerSeconds     *int `json:"per_seconds"`
-}
-
 // limitList is the body of GET /v1/limits: every declared limit with its
 // state.
 type limitList struct {
@@ -37,7 +28,7 @@ func limitKey(c *gin.Context) (string, error) {
 
 // putLimit is PUT /v1/limits/{key}: create (201) or replace (200).
 func (s *Server) putLimit(c *gin.Context) {
-	var in limitInput
+	var in chronos.LimitSettings
 	key, err := withBody(s, c, limitKey, &in, `a JSON object such as {"max_concurrency": 5} is required`)
 	if err != nil {
 		s.fail(c, err)
