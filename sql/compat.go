@@ -145,7 +145,7 @@ func (db *DB) Instances(ctx context.Context) ([]Instance, error) {
 		       EXISTS (SELECT 1 FROM leader WHERE leader.instance = n.instance)
 		  FROM (SELECT instance FROM live UNION SELECT instance FROM leader) n
 		  LEFT JOIN chronos_instances i USING (instance)
-		 ORDER BY n.instance`, leaderClassID, leaderObjID)
+		 ORDER BY n.instance`, leaderKey.classID(), leaderKey.objID())
 	if err != nil {
 		return nil, fmt.Errorf("list instances: %w", err)
 	}

@@ -11,13 +11,14 @@ import (
 
 // leaderKey is the leadership advisory lock ("chronos" in ASCII). Advisory
 // locks are per database, so instances on one database share one leader.
-const leaderKey = int64(0x0063_6872_6f6e_6f73)
+const leaderKey = advisoryKey(0x0063_6872_6f6e_6f73)
 
-// pg_locks shows a bigint advisory key split in two oids.
-const (
-	leaderClassID = uint32(leaderKey >> 32)
-	leaderObjID   = uint32(leaderKey & 0xffffffff)
-)
+// advisoryKey is a bigint advisory lock key, which pg_locks shows split in
+// two oids: classid, the high half, and objid, the low.
+type advisoryKey int64
+
+func (k advisoryKey) classID() uint32 { return uint32(k >> 32) }
+func (k advisoryKey) objID() uint32   { return uint32(k & 0xffffffff) }
 
 // LeaderConn is the dedicated connection (not pooled) on which an instance
 // holds the leadership advisory lock: the lock lives and dies with it.
@@ -71,7 +72,7 @@ func (c *LeaderConn) TryLock(ctx context.Context) (bool, error) {
 		                          WHERE pid = pg_backend_pid() AND locktype = 'advisory' AND granted
 		                            AND classid = $2 AND objid = $3 AND objsubid = 1)
 		            THEN true
-		            ELSE pg_try_advisory_lock($1) END`, leaderKey, leaderClassID, leaderObjID, int64(c.Conn.PgConn().PID())).Scan(&pid, &ok)
+		            ELSE pg_try_advisory_lock($1) END`, leaderKey, leaderKey.classID(), leaderKey.objID(), int64(c.Conn.PgConn().PID())).Scan(&pid, &ok)
 	if err != nil {
 		return false, fmt.Errorf("try leader lock: %w", err)
 	}
@@ -163,7 +164,7 @@ func (db *DB) Leader(ctx context.Context) (string, error) {
 			 WHERE l.locktype = 'advisory' AND l.granted
 			   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 			   AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 1
-			 LIMIT 1), '')`, leaderClassID, leaderObjID).Scan(&name)
+			 LIMIT 1), '')`, leaderKey.classID(), leaderKey.objID()).Scan(&name)
 	if err != nil {
 		return "", fmt.Errorf("find leader: %w", err)
 	}

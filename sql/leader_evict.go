@@ -15,12 +15,7 @@ import (
 // A leader holding the leadership lock without the marker is a binary
 // from before that rule: nothing tells it to step down, so followers end
 // its session (evictOutdatedLeader). Share mode: markers never conflict.
-const leaderMarkerKey = int64(0x0063_6872_6f6e_6f76)
-
-const (
-	leaderMarkerClassID = uint32(leaderMarkerKey >> 32)
-	leaderMarkerObjID   = uint32(leaderMarkerKey & 0xffffffff)
-)
+const leaderMarkerKey = advisoryKey(0x0063_6872_6f6e_6f76)
 
 // holdLeaderMarker takes the marker on a new leadership connection, before
 // it can ever take the leadership lock.
@@ -64,8 +59,8 @@ func (c *LeaderConn) evictOutdatedLeader(ctx context.Context, compat Compat) err
 	}
 	var name string
 	var ended bool
-	err := c.Conn.QueryRow(ctx, evictOutdatedSQL, leaderClassID, leaderObjID,
-		leaderMarkerClassID, leaderMarkerObjID, compat.MinLeadLevel).Scan(&name, &ended)
+	err := c.Conn.QueryRow(ctx, evictOutdatedSQL, leaderKey.classID(), leaderKey.objID(),
+		leaderMarkerKey.classID(), leaderMarkerKey.objID(), compat.MinLeadLevel).Scan(&name, &ended)
 	var pgErr *pgconn.PgError
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
