@@ -30,15 +30,6 @@ type Limit struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// LimitSettings is the body of PUT /v1/limits/{key}, the settings of a
-// Limit: nil MaxConcurrency or Rate means none of that kind (at least one
-// is required); nil PerSeconds with a rate means per second.
-type LimitSettings struct {
-	MaxConcurrency *int `json:"max_concurrency"`
-	Rate           *int `json:"rate"`
-	PerSeconds     *int `json:"per_seconds"`
-}
-
 // Bounds of a limit's fields.
 const (
 	MaxLimitKeyLength     = 128
@@ -103,4 +94,13 @@ func (l *Limit) Validate() error {
 		return InvalidFields(f)
 	}
 	return nil
+}
+
+// LimitSettings is the body of PUT /v1/limits/{key}, the settings of a
+// Limit: nil MaxConcurrency or Rate means none of that kind (at least one
+// is required); nil PerSeconds with a rate means per second.
+type LimitSettings struct {
+	MaxConcurrency *int `json:"max_concurrency"`
+	Rate           *int `json:"rate"`
+	PerSeconds     *int `json:"per_seconds"`
 }
