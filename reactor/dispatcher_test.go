@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 func TestDispatcherConcurrencyBound(t *testing.T) {
-	dsn := parallelDSN(t)
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
 	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(15 * time.Millisecond) })
 	in := startReactor(t, dsn, Config{WorkerConcurrency: 3})
 	job := createJob(t, in.db, &chronos.Job{TargetURL: tg.URL})
@@ -39,7 +41,8 @@ func TestDispatcherConcurrencyBound(t *testing.T) {
 // With no event at all (the bus is silent: no listener, no local publish),
 // the idle poll still picks up a run.
 func TestDispatcherIdlePollSafetyNet(t *testing.T) {
-	dsn := parallelDSN(t)
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
 	tg := newTarget(t, nil)
 	in := startReactor(t, dsn, Config{IdlePollInterval: 300 * time.Millisecond})
 	job := createJob(t, in.db, &chronos.Job{TargetURL: tg.URL})
@@ -55,7 +58,8 @@ func TestDispatcherIdlePollSafetyNet(t *testing.T) {
 // A retry becomes available in the future; the local dispatcher arms a
 // timer for it and does not wait for the idle poll.
 func TestDispatcherTimerForRetry(t *testing.T) {
-	dsn := parallelDSN(t)
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
 	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(HeaderAttempt) == "1" {
 			w.WriteHeader(http.StatusInternalServerError)

@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // When a renewal finds the lease gone (the run was reclaimed), the worker
 // cancels its call, records nothing, and publishes EventLeaseLost.
 func TestLeaseLostCancelsCall(t *testing.T) {
-	dsn := parallelDSN(t)
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
 	cancelled := make(chan struct{}, 1)
 	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		select {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // misfire "all" after a whole-cluster stop: every missed occurrence,
@@ -14,7 +15,8 @@ import (
 // request arrives after the previous one was answered), although the job
 // allows overlap (issue 22.5).
 func TestMisfireAllInOrderAtTheTarget(t *testing.T) {
-	dsn := parallelDSN(t)
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
 	const hold = 150 * time.Millisecond
 	rec := newRecorder(t, hold)
 	// Runs materialized 10 s ahead: some are still pending when the stop

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Calls still in flight when the shutdown grace runs out are cancelled.
@@ -16,7 +17,8 @@ import (
 // any other; calls that finish within the grace are recorded as they
 // answered. Nothing is left leased.
 func TestShutdownCountsSentRequests(t *testing.T) {
-	dsn := parallelDSN(t)
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
 	unblock := make(chan struct{})
 	slow := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -92,7 +94,8 @@ func (u *unsentTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // A call whose request was never written when the grace ran out is handed
 // back uncounted: the target cannot have seen it.
 func TestShutdownReleasesUnsentRequests(t *testing.T) {
-	dsn := parallelDSN(t)
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
 	rt := &unsentTransport{}
 	in := startReactor(t, dsn, Config{WorkerConcurrency: 4, ShutdownTimeout: 300 * time.Millisecond},
 		func(r *Reactor) { r.exec.client.Transport = rt })
@@ -115,7 +118,8 @@ func TestShutdownReleasesUnsentRequests(t *testing.T) {
 // A reactor that stops while idle returns promptly and leaves nothing
 // running (goleak in TestMain checks the goroutines).
 func TestShutdownIdle(t *testing.T) {
-	dsn := parallelDSN(t)
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
 	in := startLeader(t, dsn, Config{})
 	start := time.Now()
 	if err := in.stop(); err != nil {

@@ -180,7 +180,8 @@ func TestExclusiveOverlapAtTheTarget(t *testing.T) {
 // gets exactly one late request for the gap, flagged as the catch-up in
 // the recorded, and then the schedule resumes on time (issue 11.5).
 func TestCatchUpAfterClusterStop(t *testing.T) {
-	dsn := parallelDSN(t)
+	t.Parallel()
+	dsn := sqltest.NewURL(t)
 	rec := newRecorder(t, 0)
 	first := startLeader(t, dsn, Config{})
 	expr := "* * * * * *"
