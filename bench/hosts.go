@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	nethttp "net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -35,6 +36,9 @@ type hostTarget struct {
 
 	mu       sync.Mutex
 	arrivals map[int64]time.Time // run id -> first arrival
+
+	// onArrival sees every request (hostsTrace's, when tracing).
+	onArrival atomic.Pointer[func(at time.Time, runID string)]
 }
 
 func startHostTarget() (*hostTarget, error) {
@@ -52,6 +56,9 @@ func startHostTarget() (*hostTarget, error) {
 // ServeHTTP records the arrival and answers as the mode says.
 func (h *hostTarget) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	now := time.Now()
+	if f := h.onArrival.Load(); f != nil {
+		(*f)(now, r.Header.Get("X-Chronos-Run-Id"))
+	}
 	switch h.mode.Load().(string) {
 	case hostMode429:
 		w.Header().Set("Retry-After", "5")
@@ -141,7 +148,7 @@ func benchHosts(ctx context.Context, b *runner) (*result, error) {
 		}
 	}
 	if len(warm) > 0 {
-		if _, err := hostsPhaseOn(ctx, e, warmHosts, warm, nil); err != nil {
+		if _, _, err := hostsPhaseOn(ctx, e, warmHosts, warm, nil); err != nil {
 			return nil, fmt.Errorf("warm-up: %w", err)
 		}
 	}
@@ -163,7 +170,7 @@ func benchHosts(ctx context.Context, b *runner) (*result, error) {
 			}
 		}
 		b.progress("hosts: %d triggers, the tenth host %s", n, mode)
-		p, err := hostsPhase(ctx, e, hosts, jobs)
+		p, err := hostsPhase(ctx, e, hosts, jobs, mode)
 		if err != nil {
 			return nil, fmt.Errorf("phase %s: %w", mode, err)
 		}
@@ -181,18 +188,22 @@ func benchHosts(ctx context.Context, b *runner) (*result, error) {
 
 // hostsPhase triggers every job once at benchHostRate a second and returns
 // the trigger → delivery percentiles of the good hosts' runs.
-func hostsPhase(ctx context.Context, e *env, hosts []*hostTarget, jobs []int64) (pct, error) {
+func hostsPhase(ctx context.Context, e *env, hosts []*hostTarget, jobs []int64, mode string) (pct, error) {
 	of := make([]*hostTarget, len(jobs))
 	for i := range jobs {
 		of[i] = hosts[i%len(hosts)]
 	}
-	return hostsPhaseOn(ctx, e, of, jobs, hosts[len(hosts)-1])
+	bad := hosts[len(hosts)-1]
+	tr := startHostsTrace(ctx, e, bad)
+	p, runs, err := hostsPhaseOn(ctx, e, of, jobs, bad)
+	tr.finish(mode, runs, bad)
+	return p, err
 }
 
 // hostsPhaseOn triggers jobs[i] (delivered to of[i]) at benchHostRate a
 // second and returns the trigger → delivery percentiles of the runs of
-// every host but skip.
-func hostsPhaseOn(ctx context.Context, e *env, of []*hostTarget, jobs []int64, skip *hostTarget) (pct, error) {
+// every host but skip, and those runs (for hostsTrace).
+func hostsPhaseOn(ctx context.Context, e *env, of []*hostTarget, jobs []int64, skip *hostTarget) (pct, []traceRun, error) {
 	type sent struct {
 		run  int64
 		host *hostTarget
@@ -211,7 +222,7 @@ func hostsPhaseOn(ctx context.Context, e *env, of []*hostTarget, jobs []int64, s
 	for i, id := range jobs {
 		select {
 		case <-ctx.Done():
-			return pct{}, ctx.Err()
+			return pct{}, nil, ctx.Err()
 		case <-tick.C:
 		}
 		h := of[i]
@@ -235,7 +246,7 @@ func hostsPhaseOn(ctx context.Context, e *env, of []*hostTarget, jobs []int64, s
 	}
 	wg.Wait()
 	if first != nil {
-		return pct{}, first
+		return pct{}, nil, first
 	}
 	deadline := time.Now().Add(benchHostWait)
 	var ds []time.Duration
@@ -247,12 +258,16 @@ func hostsPhaseOn(ctx context.Context, e *env, of []*hostTarget, jobs []int64, s
 				break
 			}
 			if time.Now().After(deadline) {
-				return pct{}, fmt.Errorf("run %d not delivered within %s", s.run, benchHostWait)
+				return pct{}, nil, fmt.Errorf("run %d not delivered within %s", s.run, benchHostWait)
 			}
 			if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
-				return pct{}, err
+				return pct{}, nil, err
 			}
 		}
 	}
-	return percentiles(ds), nil
+	runs := make([]traceRun, len(good))
+	for i, s := range good {
+		runs[i] = traceRun{at: s.at, lat: ds[i], host: slices.Index(of, s.host)}
+	}
+	return percentiles(ds), runs, nil
 }

@@ -29,6 +29,7 @@ type inProcess struct {
 	db     *sql.DB
 	rdb    *sql.DB // the reactor's pool: db, or an async-commit one
 	r      *reactor.Reactor
+	bus    *bus.Bus
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errs   chan error
@@ -70,7 +71,7 @@ func startInProcess(ctx context.Context, b *runner, dsn, id string, opts instanc
 	api := chttp.NewServer(chttp.Config{Instance: id, AuthDisabled: true, TargetPolicy: chronos.TargetPolicy{AllowPrivate: true}}, db, bs, probe{lst, r}, b.cfg.Log)
 	hs := &nethttp.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &inProcess{id: id, addr: "http://" + ln.Addr().String(), db: db, rdb: rdb, r: r, cancel: cancel, errs: make(chan error, 4)}
+	p := &inProcess{id: id, addr: "http://" + ln.Addr().String(), db: db, rdb: rdb, r: r, bus: bs, cancel: cancel, errs: make(chan error, 4)}
 	run := func(name string, f func() error) {
 		p.wg.Go(func() {
 			if err := f(); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {

@@ -201,13 +201,30 @@ func (db *DB) Redrive(ctx context.Context, runID int64) (*chronos.Run, error) {
 // their job (see claimSQL), or by their host (hostClearSQL: a deferral
 // or an open breaker), are left out: the promotion or the
 // materialization that frees them wakes the dispatchers.
+//
+// While a host holds runs back, the walk past them is bounded: of the
+// first nextAvailableWalk candidates in order, the first whose host is
+// clear, or, when none is, the last one's instant (no clear run can be
+// due sooner; the dispatcher asks again then). A held host's backlog is
+// due at or after the hold's end, so without the bound every call walked
+// all of it, one host probe per run: 20 to 90 ms for 100 held runs on the
+// shared 2-core machine, in the dispatcher's loop (no claim meanwhile),
+// on every instance each time a deferral moved the backlog.
 func (db *DB) NextAvailable(ctx context.Context) (*time.Time, error) {
-	var t *time.Time
-	err := db.Pool.QueryRow(ctx, db.hostsSQL(ctx, `
-		SELECT r.available_at FROM job_runs r
-		 WHERE r.status = 'pending' AND NOT r.held AND `+claimableSQL+` AND `+hostClearSQL+`
-		 ORDER BY r.available_at, r.id
-		 LIMIT 1`)).Scan(&t)
+	var (
+		t   *time.Time
+		err error
+	)
+	if db.HostsReady(ctx) {
+		err = db.Pool.QueryRow(ctx, nextAvailableSQL, nextAvailableWalk).Scan(&t)
+	} else {
+		// A binary ahead of its schema (see hostsSQL): no host holds.
+		err = db.Pool.QueryRow(ctx, `
+			SELECT r.available_at FROM job_runs r
+			 WHERE r.status = 'pending' AND NOT r.held AND `+claimableSQL+`
+			 ORDER BY r.available_at, r.id
+			 LIMIT 1`).Scan(&t)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -217,3 +234,22 @@ func (db *DB) NextAvailable(ctx context.Context) (*time.Time, error) {
 	utcPtr(&t)
 	return t, nil
 }
+
+// nextAvailableSQL is NextAvailable's statement ($1: nextAvailableWalk).
+// While nothing is held (nearly always) it looks at one candidate, as a
+// plain LIMIT 1 would.
+var nextAvailableSQL = `
+	WITH c AS MATERIALIZED (
+		SELECT r.id, r.job_id, r.available_at FROM job_runs r
+		 WHERE r.status = 'pending' AND NOT r.held AND ` + claimableSQL + `
+		 ORDER BY r.available_at, r.id
+		 LIMIT CASE WHEN EXISTS (SELECT 1 FROM hosts WHERE held_until > now()) THEN $1::int ELSE 1 END
+	)
+	SELECT coalesce(
+		(SELECT r.available_at FROM c r WHERE ` + hostClearSQL + `
+		  ORDER BY r.available_at, r.id LIMIT 1),
+		(SELECT max(available_at) FROM c HAVING count(*) = $1::int))`
+
+// nextAvailableWalk bounds how many candidates NextAvailable looks at
+// while a host holds runs back.
+const nextAvailableWalk = 32
