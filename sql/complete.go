@@ -89,7 +89,7 @@ var completeSQL = `
 		   AND r.leased_by = o.worker AND r.attempt_count = o.attempt
 		   AND r.status IN ('leased', 'running') AND j.id = r.job_id
 		RETURNING r.id, r.status, r.limit_key
-	), `+limitReleaseCTE+`, recorded AS (
+	), ` + limitReleaseCTE + `, recorded AS (
 		INSERT INTO run_attempts AS a (run_id, attempt, worker_id, started_at, finished_at, status_code,
 		                               error, response_body, duration_ms)
 		SELECT o.run_id, o.attempt, o.worker, COALESCE(now() - greatest(o.duration_ms, 0) * interval '1 millisecond', now()), now(),
