@@ -408,8 +408,9 @@ func TestLimitCountsEveryExit(t *testing.T) {
 	}
 }
 
-// TestClaimBeforeLimits: the claim without the limit check is the claim
-// with none of its parts left.
+// TestClaimBeforeLimits: the claim without the limit check, and the
+// completion without its release of held runs, are the statements with
+// none of their parts left.
 func TestClaimBeforeLimits(t *testing.T) {
 	t.Parallel()
 	for _, part := range []string{"limit_key", "over_limit", "limit_rows", "limit_taken", "limits"} {
@@ -419,6 +420,14 @@ func TestClaimBeforeLimits(t *testing.T) {
 	}
 	if !strings.Contains(sql.ClaimSQLBeforeLimitsForTest, "), locked AS (") || !strings.Contains(sql.ClaimSQLBeforeLimitsForTest, "), leased AS (") {
 		t.Errorf("the claim before limits lost its CTEs:\n%s", sql.ClaimSQLBeforeLimitsForTest)
+	}
+	for _, part := range []string{"limit_key", "limits", "released"} {
+		if strings.Contains(sql.CompleteSQLBeforeLimitsForTest, part) {
+			t.Errorf("the completion before limits still has %q:\n%s", part, sql.CompleteSQLBeforeLimitsForTest)
+		}
+	}
+	if !strings.Contains(sql.CompleteSQLBeforeLimitsForTest, "), recorded AS (") {
+		t.Errorf("the completion before limits lost its CTEs:\n%s", sql.CompleteSQLBeforeLimitsForTest)
 	}
 }
 
