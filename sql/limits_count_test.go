@@ -260,3 +260,33 @@ func TestLimitClaimCountsOnlyWhenNearFull(t *testing.T) {
 		succeed(t, db, got)
 	}
 }
+
+// TestDeliveryBeforeLimits: on a database before migration 022 (a new
+// binary started before it ran its migrations) a run is claimed and
+// completed by the statements without their limit parts.
+func TestDeliveryBeforeLimits(t *testing.T) {
+	ctx, dsn := parallelURL(t, sqltest.NewEmptyURL)
+	files := migrationFiles(t)
+	if err := sql.MigrateFSForTest(ctx, dsn, upTo(files, 21), sql.MigrateOptions{Log: slog.New(slog.DiscardHandler)}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open(ctx, dsn, "before-limits-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Pool.Exec(ctx, `
+		WITH j AS (INSERT INTO jobs (name, cron_expr, target_url) VALUES ('j', '0 0 1 1 *', 'http://x') RETURNING id)
+		INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at) SELECT id, now(), 'manual', now() FROM j`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Claim(ctx, "w", 10, time.Minute)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim before 022: %d, %v; want 1", len(got), err)
+	}
+	now := time.Now()
+	res, err := db.Complete(ctx, []sql.Outcome{{Lease: got[0].Lease(), Success: true, StatusCode: 200, StartedAt: now, FinishedAt: now}})
+	if err != nil || res[0].Err != nil || res[0].Status != "succeeded" {
+		t.Fatalf("complete before 022: %+v, %v", res, err)
+	}
+}
