@@ -22,7 +22,8 @@ import "strings"
 //     counted). Otherwise the bound stands, and a later claim counts. The
 //     count walks job_runs_limit_idx over the key's runs in flight: at
 //     most the key's max_concurrency entries, and only when the key is
-//     (by its bound) near full;
+//     (by its bound) near full. (OFFSET 0 keeps the planner from copying
+//     base, and so the count, into each expression that uses it.)
 //   - over_limit are the picked runs past their key's room, oldest first
 //     within a key;
 //   - limit_held holds them (held, limit_held): out of the claimable
@@ -46,7 +47,7 @@ const limitClaimCTEs = `limit_picked AS (
 		           THEN k.in_flight
 		           ELSE (SELECT count(*) FROM job_runs r
 		                  WHERE r.limit_key = k.key AND r.status IN ('leased', 'running'))::integer
-		       END AS base) b
+		       END AS base OFFSET 0) b
 	), over_limit AS (
 		SELECT id, scheduled_at, limit_key FROM (
 			SELECT p.id, p.scheduled_at, p.limit_key, k.room,
