@@ -14,8 +14,8 @@ import (
 // running (counted: the row's in_flight is only the claim's upper bound,
 // see migration 028), whole tokens left (null without a rate), runs
 // pending and due, and jobs naming it.
-const limitColumns = `l.key, l.max_concurrency, l.rate, l.per_seconds,
-	(SELECT count(*) FROM job_runs r WHERE r.limit_key = l.key AND r.status IN ('leased', 'running'))::integer,
+var limitColumns = `l.key, l.max_concurrency, l.rate, l.per_seconds,
+	` + inFlightSQL("l.key") + `,
 	floor(chronos_limit_tokens(l, clock_timestamp()))::integer,
 	(SELECT count(*) FROM job_runs r WHERE r.limit_key = l.key AND r.status = 'pending' AND r.available_at <= now())::integer,
 	(SELECT count(*) FROM jobs j WHERE j.limit_key = l.key)::integer,
@@ -67,8 +67,7 @@ func (db *DB) PutLimit(ctx context.Context, l *chronos.Limit) (created bool, err
 		// jobs moved off it, the limit deleted and put back) are in
 		// flight: counted now, not only at the leader's next recount.
 		if _, err := tx.Exec(ctx, `
-			UPDATE limits SET in_flight = (SELECT count(*) FROM job_runs
-			                                WHERE limit_key = $1 AND status IN ('leased', 'running'))
+			UPDATE limits SET in_flight = `+inFlightSQL("$1::text")+`
 			 WHERE key = $1`, l.Key); err != nil {
 			return false, mapErr(err, "put limit: count runs in flight")
 		}

@@ -29,7 +29,7 @@ import "strings"
 //   - limit_held holds them (held, limit_held): out of the claimable
 //     index, they cost later claims nothing until a completion of the key
 //     (completeSQL) or the leader (chronos_limit_release) releases them.
-const limitClaimCTEs = `limit_picked AS (
+var limitClaimCTEs = `limit_picked AS (
 		SELECT limit_key AS key, count(*)::integer AS n FROM picked WHERE limit_key IS NOT NULL GROUP BY limit_key
 	), limit_locked AS MATERIALIZED (
 		SELECT l.key, l.ctid AS at, l.max_concurrency AS cap, l.in_flight,
@@ -45,8 +45,7 @@ const limitClaimCTEs = `limit_picked AS (
 		           WHEN k.cap IS NULL OR k.cap - k.in_flight >= least(p.n, k.tokens)
 		             OR k.at IS DISTINCT FROM (SELECT s.ctid FROM limits s WHERE s.key = k.key)
 		           THEN k.in_flight
-		           ELSE (SELECT count(*) FROM job_runs r
-		                  WHERE r.limit_key = k.key AND r.status IN ('leased', 'running'))::integer
+		           ELSE ` + inFlightSQL("k.key") + `
 		       END AS base OFFSET 0) b
 	), over_limit AS (
 		SELECT id, scheduled_at, limit_key FROM (
@@ -83,6 +82,16 @@ const limitTakenCTE = `limit_taken AS (
 		        GROUP BY p.limit_key) t ON t.limit_key = k.key
 		 WHERE l.key = k.key
 	)`
+
+// inFlightSQL counts the runs of the key key (an SQL expression) leased
+// or running. One range of job_runs_limit_idx (limit_key, status, ...)
+// per status: with status IN (...) the planner walked every entry of the
+// key, its pending runs too (thousands, for a key holding a backlog),
+// and filtered them.
+func inFlightSQL(key string) string {
+	return `((SELECT count(*) FROM job_runs r WHERE r.limit_key = ` + key + ` AND r.status = 'leased') +
+	         (SELECT count(*) FROM job_runs r WHERE r.limit_key = ` + key + ` AND r.status = 'running'))::integer`
+}
 
 // claimSQLBeforeLimits is claimSQL without the limit check, for a
 // database not yet migrated to 022 (limits): a new binary keeps

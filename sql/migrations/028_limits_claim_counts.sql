@@ -78,9 +78,12 @@ DECLARE
     n integer;
 BEGIN
     PERFORM 1 FROM limits WHERE key = ANY (p_keys) ORDER BY key FOR UPDATE;
+    -- One range of job_runs_limit_idx per status (status IN (...) walked
+    -- the key's pending runs too).
     UPDATE limits l SET in_flight = c.n
-      FROM (SELECT k.key, (SELECT count(*) FROM job_runs r
-                            WHERE r.limit_key = k.key AND r.status IN ('leased', 'running'))::integer AS n
+      FROM (SELECT k.key,
+                   ((SELECT count(*) FROM job_runs r WHERE r.limit_key = k.key AND r.status = 'leased') +
+                    (SELECT count(*) FROM job_runs r WHERE r.limit_key = k.key AND r.status = 'running'))::integer AS n
               FROM unnest(p_keys) AS k(key)) c
      WHERE l.key = c.key AND l.in_flight <> c.n;
     WITH caps AS (
