@@ -11,18 +11,20 @@ import (
 const (
 	// limitReleaseInterval: how often runs held for their limit are
 	// released as the rate buckets refill. A completion releases a run
-	// for the slot it frees at once; this is the pace of the rest, and
+	// for each run it finishes at once; this is the pace of the rest (a
+	// slot freed by a release at shutdown, the reaper, a deferral), and
 	// so the granularity of a rate limit (a run allowed by a refilled
 	// token waits up to this long).
 	limitReleaseInterval = 50 * time.Millisecond
-	// limitRecountInterval: how often each key's in_flight is checked
-	// against the runs leased or running (sql.RecountLimits).
+	// limitRecountInterval: how often each key's in_flight bound and held
+	// hint are set to the runs they bound (sql.RecountLimits).
 	limitRecountInterval = time.Minute
 )
 
 // limiter is the leader's loop that releases runs held by their limits
-// once the limit has room again (sql.ReleaseLimitedRuns) and repairs a
-// wrong in-flight count now and then.
+// once the limit has room again (sql.ReleaseLimitedRuns) and, now and
+// then, sets each key's bounds to its runs, warning of a bound that was
+// below them (broken behind the claim's back).
 type limiter struct{ r *Reactor }
 
 func newLimiter(r *Reactor) *limiter { return &limiter{r: r} }
@@ -44,7 +46,7 @@ func (l *limiter) run(ctx context.Context) {
 				r.log.Warn("recount limits failed", "err", err)
 			}
 			if len(fixed) > 0 {
-				r.log.Warn("limit in-flight counts corrected", "keys", fixed)
+				r.log.Warn("limit in-flight bounds were below the runs in flight: corrected", "keys", fixed)
 			}
 		case <-tick.C:
 			n, err := r.db.ReleaseLimitedRuns(ctx)

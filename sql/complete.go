@@ -88,8 +88,8 @@ var completeSQL = `
 		 WHERE r.id = o.run_id AND r.scheduled_at = o.scheduled_at
 		   AND r.leased_by = o.worker AND r.attempt_count = o.attempt
 		   AND r.status IN ('leased', 'running') AND j.id = r.job_id
-		RETURNING r.id, r.status
-	), recorded AS (
+		RETURNING r.id, r.status, r.limit_key
+	), ` + limitReleaseCTE + `, recorded AS (
 		INSERT INTO run_attempts AS a (run_id, attempt, worker_id, started_at, finished_at, status_code,
 		                               error, response_body, duration_ms)
 		SELECT o.run_id, o.attempt, o.worker, COALESCE(now() - greatest(o.duration_ms, 0) * interval '1 millisecond', now()), now(),
@@ -103,6 +103,38 @@ var completeSQL = `
 		                              round(extract(epoch FROM EXCLUDED.finished_at - a.started_at) * 1000))
 	)
 	SELECT o.run_id, freed.status FROM o LEFT JOIN freed ON freed.id = o.run_id`
+
+// limitReleaseCTE, in completeSQL after freed, releases the runs held for
+// the keys of the runs it finished, one for each (oldest first), so a
+// slot a completion frees is taken at once, not at the leader's next
+// release. It reads a key's row (its held hint, to skip the keys with
+// nothing held: nearly all) and writes none: the claim that takes a
+// released run counts the key's runs in flight if its bound says full
+// (limitClaimCTEs), and a released run the key has no room for after all
+// is simply held again. SKIP LOCKED: a held run another statement is
+// releasing or moving is not waited for.
+const limitReleaseCTE = `released AS (
+		UPDATE job_runs h SET held = false, limit_held = false
+		  FROM (SELECT w.id, w.scheduled_at
+		          FROM (SELECT limit_key, count(*)::integer AS n FROM freed
+		                 WHERE limit_key IS NOT NULL GROUP BY limit_key) f
+		          JOIN limits l ON l.key = f.limit_key AND l.held > 0,
+		               LATERAL (SELECT w.id, w.scheduled_at FROM job_runs w
+		                         WHERE w.limit_key = f.limit_key AND w.limit_held AND w.held AND w.status = 'pending'
+		                         ORDER BY w.available_at, w.id
+		                         LIMIT f.n
+		                           FOR UPDATE SKIP LOCKED) w) x
+		 WHERE h.id = x.id AND h.scheduled_at = x.scheduled_at
+		   AND h.limit_held AND h.held AND h.status = 'pending'
+	)`
+
+// completeSQLBeforeLimits is completeSQL without the release of held
+// runs, for a database not yet migrated to 022 (limits), as
+// claimSQLBeforeLimits is for the claim.
+var completeSQLBeforeLimits = strings.NewReplacer(
+	"RETURNING r.id, r.status, r.limit_key", "RETURNING r.id, r.status",
+	"), "+limitReleaseCTE+", recorded AS (", "), recorded AS (",
+).Replace(completeSQL)
 
 // Complete records a batch of outcomes in one round trip: success →
 // succeeded; failure → pending after RetryDelay, or dead when the run has
@@ -164,6 +196,10 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 	}
 	rows, err := db.Pool.QueryPlannedOnce(ctx, completeSQL, ids, workers, attempts, success, codes, errs, bodies,
 		retry, duration, recorded, sched)
+	if beforeLimits(err) {
+		rows, err = db.Pool.QueryPlannedOnce(ctx, completeSQLBeforeLimits, ids, workers, attempts, success, codes,
+			errs, bodies, retry, duration, recorded, sched)
+	}
 	if err != nil {
 		return nil, mapErr(err, "complete runs")
 	}

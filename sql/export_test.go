@@ -90,6 +90,9 @@ var (
 	CompleteSQLForTest = completeSQL
 	// ClaimSQLBeforeLimitsForTest is the claim on a database before 022.
 	ClaimSQLBeforeLimitsForTest = claimSQLBeforeLimits
+	// CompleteSQLBeforeLimitsForTest is the completion on a database
+	// before 022.
+	CompleteSQLBeforeLimitsForTest = completeSQLBeforeLimits
 )
 
 // FenceForTest is the WHERE clause of a worker's write of its run.

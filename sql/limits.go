@@ -10,9 +10,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// limitColumns reads a limits row l with its state: whole tokens left
-// (null without a rate), runs pending and due, and jobs naming it.
-const limitColumns = `l.key, l.max_concurrency, l.rate, l.per_seconds, l.in_flight,
+// limitColumns reads a limits row l with its state: runs leased or
+// running (counted: the row's in_flight is only the claim's upper bound,
+// see migration 028), whole tokens left (null without a rate), runs
+// pending and due, and jobs naming it.
+var limitColumns = `l.key, l.max_concurrency, l.rate, l.per_seconds,
+	` + inFlightSQL("l.key") + `,
 	floor(chronos_limit_tokens(l, clock_timestamp()))::integer,
 	(SELECT count(*) FROM job_runs r WHERE r.limit_key = l.key AND r.status = 'pending' AND r.available_at <= now())::integer,
 	(SELECT count(*) FROM jobs j WHERE j.limit_key = l.key)::integer,
@@ -64,8 +67,7 @@ func (db *DB) PutLimit(ctx context.Context, l *chronos.Limit) (created bool, err
 		// jobs moved off it, the limit deleted and put back) are in
 		// flight: counted now, not only at the leader's next recount.
 		if _, err := tx.Exec(ctx, `
-			UPDATE limits SET in_flight = (SELECT count(*) FROM job_runs
-			                                WHERE limit_key = $1 AND status IN ('leased', 'running'))
+			UPDATE limits SET in_flight = `+inFlightSQL("$1::text")+`
 			 WHERE key = $1`, l.Key); err != nil {
 			return false, mapErr(err, "put limit: count runs in flight")
 		}
@@ -133,9 +135,13 @@ func (db *DB) DeleteLimit(ctx context.Context, key string) error {
 
 // ReleaseLimitedRuns releases, for every declared key with held runs, as
 // many as it has room for now (free slots and whole tokens) and returns
-// how many. A completion releases a held run for the slot it frees; this
-// is what releases runs a refilled bucket allows, and a safety net for the
-// rest. The leader calls it a few times a second.
+// how many. It counts each such key's runs in flight first, under the
+// key's lock (chronos_limit_release, migration 028). A completion
+// releases a held run for each run it finishes; this is what releases
+// runs a refilled bucket allows, or a slot freed by a run that left any
+// other way (a release at shutdown, the reaper, a deferral, a deleted
+// job), and a safety net for the rest. The leader calls it a few times a
+// second.
 func (db *DB) ReleaseLimitedRuns(ctx context.Context) (int, error) {
 	var n int
 	err := db.Pool.QueryRow(ctx, `
@@ -153,12 +159,13 @@ func (db *DB) ReleaseLimitedRuns(ctx context.Context) (int, error) {
 }
 
 // RecountLimits sets each key's in_flight to the runs of the key leased
-// or running, and held to those held for it, and returns the keys it
-// corrected. The triggers keep the
-// count on every path; this repairs a count a hand-written statement with
-// triggers disabled (or a key re-created while its runs were in flight)
-// left wrong. Each key is counted under its row's lock, by a statement
-// that starts after the lock is taken, so it sees every committed lease.
+// or running, and held to those held for it, and returns the keys whose
+// row said less than the runs: a bound broken by a hand-written statement
+// (or a key re-created while its runs were in flight), which the claim
+// could have let more runs through. A row saying more is the normal
+// state (only claims write it: migration 028) and is set right quietly.
+// Each key is counted under its row's lock, by a statement that starts
+// after the lock is taken, so it sees every committed lease.
 func (db *DB) RecountLimits(ctx context.Context) ([]string, error) {
 	rows, err := db.Pool.Query(ctx, "SELECT key FROM limits ORDER BY key")
 	keys, err := collect(rows, err, "recount limits", scanOne[string])
@@ -203,7 +210,7 @@ func (db *DB) recountLimit(ctx context.Context, key string) (bool, error) {
 	if _, err := tx.Exec(ctx, "UPDATE limits SET in_flight = $2, held = $3 WHERE key = $1", key, now, held); err != nil {
 		return false, mapErr(err, "recount limit")
 	}
-	return true, mapErr(tx.Commit(ctx), "recount limit")
+	return had < now || hadHeld < held, mapErr(tx.Commit(ctx), "recount limit")
 }
 
 // relimit moves the pending runs of job id to its new limit key when a

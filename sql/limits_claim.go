@@ -5,25 +5,51 @@ import "strings"
 // limitClaimCTEs are the claim's limit check (see claimSQL), between the
 // runs it picked and the runs it leases:
 //
-//   - limit_rows locks the limits rows of the keys picked, in key order
+//   - limit_locked locks the limits rows of the keys picked, in key order
 //     (the order every writer of limits locks them in, so claims and the
-//     completions' triggers never deadlock), and reads them as the last
+//     leader's release never deadlock), and reads them as the last
 //     committed writer left them: a claim that waited for another's lock
 //     sees the in_flight and tokens that claim's leases left;
-//   - over_limit are the picked runs past their key's room (free slots and
-//     whole tokens, chronos_limit_room), oldest first within a key;
+//   - limit_rows is each key's room: its free slots and whole tokens. A
+//     key's in_flight is an upper bound of its runs leased or running
+//     (only claims write it: a completion does not take its run off, see
+//     migration 028). When that bound leaves too little room for the runs
+//     picked, the claim counts the key's runs in flight instead, provided
+//     the row it locked is the version its snapshot sees: then no claim
+//     has leased runs of the key since that snapshot (each that does
+//     writes the row), so the runs the snapshot sees leased or running are
+//     all that can be, or more (a completion committed since is still
+//     counted). Otherwise the bound stands, and a later claim counts. The
+//     count walks job_runs_limit_idx over the key's runs in flight: at
+//     most the key's max_concurrency entries, and only when the key is
+//     (by its bound) near full. (OFFSET 0 keeps the planner from copying
+//     base, and so the count, into each expression that uses it.)
+//   - over_limit are the picked runs past their key's room, oldest first
+//     within a key;
 //   - limit_held holds them (held, limit_held): out of the claimable
-//     index, they cost later claims nothing until a slot frees and the
-//     completion's trigger releases one (migration 022).
-const limitClaimCTEs = `limit_rows AS (
-		SELECT l.key, chronos_limit_room(l) AS room
+//     index, they cost later claims nothing until a completion of the key
+//     (completeSQL) or the leader (chronos_limit_release) releases them.
+var limitClaimCTEs = `limit_picked AS (
+		SELECT limit_key AS key, count(*)::integer AS n FROM picked WHERE limit_key IS NOT NULL GROUP BY limit_key
+	), limit_locked AS MATERIALIZED (
+		SELECT l.key, l.ctid AS at, l.max_concurrency AS cap, l.in_flight,
+		       coalesce(floor(chronos_limit_tokens(l, clock_timestamp()))::integer, 1000000) AS tokens
 		  FROM limits l
-		 WHERE l.key IN (SELECT limit_key FROM picked WHERE limit_key IS NOT NULL)
+		 WHERE l.key IN (SELECT key FROM limit_picked)
 		 ORDER BY l.key
 		   FOR UPDATE OF l
+	), limit_rows AS (
+		SELECT k.key, b.base, greatest(0, least(coalesce(k.cap - b.base, 1000000), k.tokens)) AS room
+		  FROM limit_locked k JOIN limit_picked p ON p.key = k.key,
+		       LATERAL (SELECT CASE
+		           WHEN k.cap IS NULL OR k.cap - k.in_flight >= least(p.n, k.tokens)
+		             OR k.at IS DISTINCT FROM (SELECT s.ctid FROM limits s WHERE s.key = k.key)
+		           THEN k.in_flight
+		           ELSE ` + inFlightSQL("k.key") + `
+		       END AS base OFFSET 0) b
 	), over_limit AS (
-		SELECT id, scheduled_at FROM (
-			SELECT p.id, p.scheduled_at, k.room,
+		SELECT id, scheduled_at, limit_key FROM (
+			SELECT p.id, p.scheduled_at, p.limit_key, k.room,
 			       row_number() OVER (PARTITION BY p.limit_key ORDER BY p.available_at, p.id) AS n
 			  FROM picked p JOIN limit_rows k ON k.key = p.limit_key) ranked
 		 WHERE n > room
@@ -33,25 +59,39 @@ const limitClaimCTEs = `limit_rows AS (
 		 WHERE r.id = o.id AND r.scheduled_at = o.scheduled_at
 	)`
 
-// limitTakenCTE, after the overlap lock's CTE (locked), adds the runs the
-// claim leases to their keys' in_flight and takes a token each, under the
-// same locks: exactly the picked runs neither over their limit nor
-// refused the overlap lock (leased leases all of those: picked holds
-// their row locks). A run granted room that the overlap lock then refuses
-// stays pending, unheld: it took nothing. A key with no row (deleted
-// while its runs waited) is no limit. Runs leave in_flight through the
-// triggers of migration 022, whatever statement takes them out.
+// limitTakenCTE, after the overlap lock's CTE (locked), writes each key's
+// row once, under the lock limit_locked took: in_flight becomes the room's
+// basis (the bound, or the count) plus the runs the claim leases (exactly
+// the picked runs neither over their limit nor refused the overlap lock:
+// leased leases all of those, as picked holds their row locks), a token
+// goes for each, and the held hint grows by the runs it holds. A run
+// granted room that the overlap lock then refuses stays pending, unheld:
+// it took nothing. A key with no row (deleted while its runs waited) is
+// no limit.
 const limitTakenCTE = `limit_taken AS (
 		UPDATE limits l
-		   SET in_flight = l.in_flight + t.n,
+		   SET in_flight = k.base + t.n, held = l.held + t.h,
 		       tokens = CASE WHEN l.rate IS NULL THEN 0 ELSE chronos_limit_tokens(l, clock_timestamp()) - t.n END,
 		       refilled_at = CASE WHEN l.rate IS NULL THEN l.refilled_at ELSE clock_timestamp() END
-		  FROM (SELECT limit_key, count(*) AS n FROM picked
-		         WHERE limit_key IS NOT NULL AND id NOT IN (SELECT id FROM over_limit)
-		           AND (NOT exclusive OR id IN (SELECT run_id FROM locked))
-		         GROUP BY limit_key) t
-		 WHERE l.key = t.limit_key
+		  FROM limit_rows k JOIN (
+		       SELECT p.limit_key,
+		              (count(*) FILTER (WHERE o.id IS NULL AND (NOT p.exclusive OR p.id IN (SELECT run_id FROM locked))))::integer AS n,
+		              count(o.id)::integer AS h
+		         FROM picked p LEFT JOIN over_limit o ON o.id = p.id AND o.scheduled_at = p.scheduled_at
+		        WHERE p.limit_key IS NOT NULL
+		        GROUP BY p.limit_key) t ON t.limit_key = k.key
+		 WHERE l.key = k.key
 	)`
+
+// inFlightSQL counts the runs of the key key (an SQL expression) leased
+// or running. One range of job_runs_limit_idx (limit_key, status, ...)
+// per status: with status IN (...) the planner walked every entry of the
+// key, its pending runs too (thousands, for a key holding a backlog),
+// and filtered them.
+func inFlightSQL(key string) string {
+	return `((SELECT count(*) FROM job_runs r WHERE r.limit_key = ` + key + ` AND r.status = 'leased') +
+	         (SELECT count(*) FROM job_runs r WHERE r.limit_key = ` + key + ` AND r.status = 'running'))::integer`
+}
 
 // claimSQLBeforeLimits is claimSQL without the limit check, for a
 // database not yet migrated to 022 (limits): a new binary keeps

@@ -165,20 +165,30 @@ func TestLimitConcurrencyNeverExceeded(t *testing.T) {
 	}
 }
 
-// limitState reads a key's in_flight (as the trigger keeps it) and its
-// runs leased or running and held (as the runs say).
+// limitState reads a key's runs in flight as the API reports them, and
+// its runs leased or running and held as the runs say. It fails the test
+// when the key's row breaks its invariants (migration 028): in_flight and
+// the held hint are never below the runs they bound.
 func limitState(t testing.TB, db *sql.DB, key string) (inFlight, active, held int) {
 	t.Helper()
+	var bound, hint int
 	err := db.Pool.QueryRow(context.Background(), `
-		SELECT (SELECT in_flight FROM limits WHERE key = $1 AND held = (SELECT count(*) FROM job_runs
-		         WHERE limit_key = $1 AND limit_held AND held AND status = 'pending')),
+		SELECT l.in_flight, l.held,
 		       (SELECT count(*) FROM job_runs WHERE limit_key = $1 AND status IN ('leased', 'running')),
-		       (SELECT count(*) FROM job_runs WHERE limit_key = $1 AND limit_held AND held AND status = 'pending')`,
-		key).Scan(&inFlight, &active, &held)
+		       (SELECT count(*) FROM job_runs WHERE limit_key = $1 AND limit_held AND held AND status = 'pending')
+		  FROM limits l WHERE l.key = $1`,
+		key).Scan(&bound, &hint, &active, &held)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return inFlight, active, held
+	if bound < active || hint < held {
+		t.Fatalf("key %s: in_flight %d with %d runs leased or running, held hint %d with %d held", key, bound, active, hint, held)
+	}
+	l, err := db.Limit(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.InFlight, active, held
 }
 
 // TestLimitHoldsRunsOutOfTheWalk: 2,000 due runs of a key limited to 1
@@ -277,8 +287,10 @@ func TestLimitRateHolds(t *testing.T) {
 }
 
 // TestLimitCountsEveryExit: a retry, a release at shutdown, a reclaimed
-// lease and a deleted job each give their slot back; raising the limit
-// releases held runs at once; deleting a limit releases what it held.
+// lease and a deleted job each give their slot back (a completion
+// releases a held run at once, the leader's release after the other
+// exits); raising the limit releases held runs at once; deleting a limit
+// releases what it held; the leader's recount repairs a broken bound.
 func TestLimitCountsEveryExit(t *testing.T) {
 	db, ctx := parallelDB(t)
 	putLimit(t, db, "k", ptr(2), nil, nil)
@@ -307,7 +319,14 @@ func TestLimitCountsEveryExit(t *testing.T) {
 	if err := db.Release(ctx, got[1].Lease()); err != nil {
 		t.Fatal(err)
 	}
-	want("released", 0, 6)
+	// The claim counts the slot free at once (the key's bound still says 2);
+	// the held runs behind it go at the leader's next release: as many as
+	// the key has room for, 2.
+	want("released", 0, 7)
+	if n, err := db.ReleaseLimitedRuns(ctx); err != nil || n != 2 {
+		t.Fatalf("leader's release after the shutdown release: %d, %v; want 2", n, err)
+	}
+	want("released by the leader", 0, 5)
 	got, err = db.Claim(ctx, "w", 10, time.Millisecond)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("second claim: %d, %v", len(got), err)
@@ -330,6 +349,10 @@ func TestLimitCountsEveryExit(t *testing.T) {
 	f, _, _ := limitState(t, db, "k")
 	if f != 0 {
 		t.Fatalf("after the reclaim: in_flight %d, want 0", f)
+	}
+	// The leader releases the held runs the reclaim made room for.
+	if n, err := db.ReleaseLimitedRuns(ctx); err != nil || n != 2 {
+		t.Fatalf("leader's release after the reclaim: %d, %v; want 2", n, err)
 	}
 	// Raising the limit releases held runs now.
 	putLimit(t, db, "k", ptr(5), nil, nil)
@@ -359,8 +382,25 @@ func TestLimitCountsEveryExit(t *testing.T) {
 	if fixed, err := db.RecountLimits(ctx); err != nil || len(fixed) != 0 {
 		t.Fatalf("recount: %v, %v; want nothing to fix", fixed, err)
 	}
-	// A count gone wrong behind the triggers' back is repaired.
+	// A bound above the runs is the normal state: set right quietly.
 	if _, err := db.Pool.Exec(ctx, "UPDATE limits SET in_flight = 7, held = 3 WHERE key = 'other'"); err != nil {
+		t.Fatal(err)
+	}
+	if fixed, err := db.RecountLimits(ctx); err != nil || len(fixed) != 0 {
+		t.Fatalf("recount: %v, %v; want nothing reported", fixed, err)
+	}
+	var bound, hint int
+	if err := db.Pool.QueryRow(ctx, "SELECT in_flight, held FROM limits WHERE key = 'other'").Scan(&bound, &hint); err != nil || bound != 0 || hint != 0 {
+		t.Fatalf("after the recount: in_flight %d, held %d, %v; want 0, 0", bound, hint, err)
+	}
+	// A bound below the runs in flight, written behind the claim's back,
+	// is repaired and reported.
+	o := limitedJob(t, db, "other")
+	insertPending(t, db, o.ID, 1)
+	if got, err := db.Claim(ctx, "w", 10, time.Minute); err != nil || len(got) != 1 {
+		t.Fatalf("claim of other: %d, %v", len(got), err)
+	}
+	if _, err := db.Pool.Exec(ctx, "UPDATE limits SET in_flight = 0 WHERE key = 'other'"); err != nil {
 		t.Fatal(err)
 	}
 	if fixed, err := db.RecountLimits(ctx); err != nil || len(fixed) != 1 || fixed[0] != "other" {
@@ -368,8 +408,9 @@ func TestLimitCountsEveryExit(t *testing.T) {
 	}
 }
 
-// TestClaimBeforeLimits: the claim without the limit check is the claim
-// with none of its parts left.
+// TestClaimBeforeLimits: the claim without the limit check, and the
+// completion without its release of held runs, are the statements with
+// none of their parts left.
 func TestClaimBeforeLimits(t *testing.T) {
 	t.Parallel()
 	for _, part := range []string{"limit_key", "over_limit", "limit_rows", "limit_taken", "limits"} {
@@ -379,6 +420,14 @@ func TestClaimBeforeLimits(t *testing.T) {
 	}
 	if !strings.Contains(sql.ClaimSQLBeforeLimitsForTest, "), locked AS (") || !strings.Contains(sql.ClaimSQLBeforeLimitsForTest, "), leased AS (") {
 		t.Errorf("the claim before limits lost its CTEs:\n%s", sql.ClaimSQLBeforeLimitsForTest)
+	}
+	for _, part := range []string{"limit_key", "limits", "released"} {
+		if strings.Contains(sql.CompleteSQLBeforeLimitsForTest, part) {
+			t.Errorf("the completion before limits still has %q:\n%s", part, sql.CompleteSQLBeforeLimitsForTest)
+		}
+	}
+	if !strings.Contains(sql.CompleteSQLBeforeLimitsForTest, "), recorded AS (") {
+		t.Errorf("the completion before limits lost its CTEs:\n%s", sql.CompleteSQLBeforeLimitsForTest)
 	}
 }
 
