@@ -139,7 +139,7 @@ func (db *DB) insertCreates(batch []*pendingCreate) {
 			created = append(created, p.j)
 		}
 	}
-	db.notifyCreatedJobs(ctx, created)
+	db.notifyCreated(ctx, created...)
 }
 
 // keep drops the jobs whose create has already failed.
