@@ -19,7 +19,7 @@ func TestDecode(t *testing.T) {
 			want: chronos.Event{Type: chronos.EventJobChanged, Op: "created", JobID: 42}},
 		{name: "job created with its next run", channel: ChannelJobs,
 			payload: `{"op":"created","job_id":42,"next_run_at":"2026-03-08T07:30:00.123456Z"}`,
-			want: chronos.Event{Type: chronos.EventJobChanged, Op: "created", JobID: 42, NextRunAt: &at}},
+			want:    chronos.Event{Type: chronos.EventJobChanged, Op: "created", JobID: 42, NextRunAt: &at}},
 		{name: "job created, bad next run", channel: ChannelJobs, payload: `{"op":"created","job_id":42,"next_run_at":"soon"}`, wantErr: true},
 		{name: "job deleted", channel: ChannelJobs, payload: `{"op":"deleted","job_id":7,"extra":true}`,
 			want: chronos.Event{Type: chronos.EventJobChanged, Op: "deleted", JobID: 7}},
