@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -119,23 +121,61 @@ func CreationChanges(j *Job) string {
 		return "{}" // a Job always marshals
 	}
 	fields := topFields(raw)
-	fields = slices.DeleteFunc(fields, func(f rawField) bool { return auditSkipped[string(f.key)] })
-	slices.SortFunc(fields, func(a, b rawField) int { return bytes.Compare(a.key, b.key) })
-	var b bytes.Buffer
-	b.Grow(len(raw) + len(fields)*12)
-	b.WriteByte('{')
-	for i, f := range fields {
+	order := creationOrderOf(fields)
+	b := make([]byte, 0, len(raw)+len(order)*12)
+	b = append(b, '{')
+	for i, k := range order {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteByte('"')
-		b.Write(f.key) // a field name from a struct tag: plain ASCII
-		b.WriteString(`":{"after":`)
-		b.Write(f.value)
-		b.WriteByte('}')
+		f := fields[k]
+		b = append(b, '"')
+		b = append(b, f.key...) // a field name from a struct tag: plain ASCII
+		b = append(b, `":{"after":`...)
+		b = append(b, f.value...)
+		b = append(b, '}')
 	}
-	b.WriteByte('}')
-	return b.String()
+	b = append(b, '}')
+	return string(b)
+}
+
+// keyOrder is the order of a creation's audit entry for one sequence of
+// keys: the indexes of the keys kept (not auditSkipped), sorted by key.
+type keyOrder struct {
+	keys  []string
+	order []int
+}
+
+// creationOrder is the keyOrder of the keys json.Marshal last wrote for a
+// job. They come in the struct's order, the same for every job (no field
+// of Job is omitempty), so sorting them once serves every create; each
+// call still checks that its keys are the cached ones.
+var creationOrder atomic.Pointer[keyOrder]
+
+// creationOrderOf is the order in which CreationChanges writes fields.
+func creationOrderOf(fields []rawField) []int {
+	if o := creationOrder.Load(); o != nil && len(o.keys) == len(fields) {
+		same := true
+		for i, f := range fields {
+			if string(f.key) != o.keys[i] {
+				same = false
+				break
+			}
+		}
+		if same {
+			return o.order
+		}
+	}
+	o := &keyOrder{keys: make([]string, len(fields))}
+	for i, f := range fields {
+		o.keys[i] = string(f.key)
+		if !auditSkipped[o.keys[i]] {
+			o.order = append(o.order, i)
+		}
+	}
+	slices.SortFunc(o.order, func(a, b int) int { return strings.Compare(o.keys[a], o.keys[b]) })
+	creationOrder.Store(o)
+	return o.order
 }
 
 // rawField is one member of a JSON object: its key (unquoted, as
@@ -147,8 +187,8 @@ type rawField struct{ key, value []byte }
 // creation's audit entry needs each field's bytes only, and unmarshaling
 // the job into a map was most of a create's cost in Go.
 func topFields(obj []byte) []rawField {
-	var out []rawField
-	i := 1 // past '{'
+	out := make([]rawField, 0, 48) // a Job has about 40 fields
+	i := 1                         // past '{'
 	for i < len(obj) && obj[i] != '}' {
 		k0 := i + 1 // past the key's opening quote
 		k1 := stringEnd(obj, k0)

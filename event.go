@@ -10,7 +10,8 @@ type EventType string
 // LISTEN/NOTIFY; the others are published by the local reactor only.
 const (
 	// EventJobChanged: a job was created, updated or deleted (cluster).
-	// Op is "created", "updated" or "deleted".
+	// Op is "created", "updated" or "deleted". A "created" event carries
+	// the new job's NextRunAt when it has one.
 	EventJobChanged EventType = "job.changed"
 	// EventRunChanged: runs changed status (cluster). RunID is set for a
 	// single run; Count for a batch, with AvailableAt the earliest
@@ -161,6 +162,7 @@ type Event struct {
 	Key         string     `json:"key,omitempty"`          // of a limit (EventLimitChanged)
 	Origin      string     `json:"origin,omitempty"`       // host.* events: scheme://host:port
 	Until       *time.Time `json:"until,omitempty"`        // host.* events: end of the deferral or cooldown
+	NextRunAt   *time.Time `json:"next_run_at,omitempty"`  // job.changed "created": the job's first next run
 }
 
 // WakesDispatcher reports whether e may mean that runs are ready to claim.

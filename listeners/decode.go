@@ -20,10 +20,12 @@ const (
 // Channels is every channel the listener LISTENs on.
 var Channels = []string{ChannelJobs, ChannelRuns, ChannelLeader}
 
-// jobsPayload is chronos_jobs: {"op":"created|updated|deleted","job_id":N}.
+// jobsPayload is chronos_jobs: {"op":"created|updated|deleted","job_id":N,
+// "next_run_at":"ts"?}; next_run_at only on "created", when the job has one.
 type jobsPayload struct {
-	Op    string `json:"op"`
-	JobID int64  `json:"job_id"`
+	Op        string  `json:"op"`
+	JobID     int64   `json:"job_id"`
+	NextRunAt *string `json:"next_run_at"`
 }
 
 // runsPayload is chronos_runs: {"count":N,"run_id":N?,"job_id":N?,
@@ -83,7 +85,15 @@ func decodeJobs(payload string) (chronos.Event, error) {
 	if p.JobID <= 0 {
 		return chronos.Event{}, fmt.Errorf("decode %s: job_id %d is not a valid id", ChannelJobs, p.JobID)
 	}
-	return chronos.Event{Type: chronos.EventJobChanged, Op: p.Op, JobID: p.JobID}, nil
+	e := chronos.Event{Type: chronos.EventJobChanged, Op: p.Op, JobID: p.JobID}
+	if p.NextRunAt != nil {
+		t, err := parseTime(*p.NextRunAt)
+		if err != nil {
+			return chronos.Event{}, fmt.Errorf("decode %s: next_run_at: %w", ChannelJobs, err)
+		}
+		e.NextRunAt = &t
+	}
+	return e, nil
 }
 
 func decodeRuns(payload string) (chronos.Event, error) {

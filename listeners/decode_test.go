@@ -17,6 +17,10 @@ func TestDecode(t *testing.T) {
 	}{
 		{name: "job created", channel: ChannelJobs, payload: `{"op":"created","job_id":42}`,
 			want: chronos.Event{Type: chronos.EventJobChanged, Op: "created", JobID: 42}},
+		{name: "job created with its next run", channel: ChannelJobs,
+			payload: `{"op":"created","job_id":42,"next_run_at":"2026-03-08T07:30:00.123456Z"}`,
+			want:    chronos.Event{Type: chronos.EventJobChanged, Op: "created", JobID: 42, NextRunAt: &at}},
+		{name: "job created, bad next run", channel: ChannelJobs, payload: `{"op":"created","job_id":42,"next_run_at":"soon"}`, wantErr: true},
 		{name: "job deleted", channel: ChannelJobs, payload: `{"op":"deleted","job_id":7,"extra":true}`,
 			want: chronos.Event{Type: chronos.EventJobChanged, Op: "deleted", JobID: 7}},
 		{name: "job unknown op", channel: ChannelJobs, payload: `{"op":"exploded","job_id":7}`, wantErr: true},
@@ -68,14 +72,15 @@ func TestDecode(t *testing.T) {
 }
 
 func sameEvent(a, b chronos.Event) bool {
-	if (a.AvailableAt == nil) != (b.AvailableAt == nil) {
+	if !sameTime(a.AvailableAt, b.AvailableAt) || !sameTime(a.NextRunAt, b.NextRunAt) {
 		return false
 	}
-	if a.AvailableAt != nil && !a.AvailableAt.Equal(*b.AvailableAt) {
-		return false
-	}
-	a.AvailableAt, b.AvailableAt = nil, nil
+	a.AvailableAt, b.AvailableAt, a.NextRunAt, b.NextRunAt = nil, nil, nil, nil
 	return a == b
+}
+
+func sameTime(a, b *time.Time) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Equal(*b))
 }
 
 // FuzzDecode checks that decode never panics and that whatever it accepts
@@ -84,6 +89,7 @@ func sameEvent(a, b chronos.Event) bool {
 func FuzzDecode(f *testing.F) {
 	seeds := []struct{ channel, payload string }{
 		{ChannelJobs, `{"op":"created","job_id":1}`},
+		{ChannelJobs, `{"op":"created","job_id":1,"next_run_at":"2026-03-08T07:30:00.123456Z"}`},
 		{ChannelJobs, `{"op":"deleted","job_id":9223372036854775807}`},
 		{ChannelJobs, `{"op":"updated","job_id":1e3}`},
 		{ChannelRuns, `{"count":1,"run_id":9,"job_id":42,"status":"pending","available_at":"2026-03-08T07:30:00.123456+00:00"}`},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,6 +130,24 @@ func TestListenerPublishesNotifications(t *testing.T) {
 	e := h.next(chronos.EventJobChanged, 20*time.Second)
 	if e.Op != "created" || e.JobID != j.ID {
 		t.Fatalf("job event = %+v, want op created job_id %d", e, j.ID)
+	}
+	// The materializer wakes for a new job only when its first run is
+	// near: the event says when that is.
+	if j.NextRunAt == nil || e.NextRunAt == nil || !e.NextRunAt.Equal(*j.NextRunAt) {
+		t.Fatalf("job event's next_run_at = %v, want the job's %v", e.NextRunAt, j.NextRunAt)
+	}
+	// A batch's jobs: one event each, each with its job's next run.
+	batch := []*chronos.Job{newJob("events-b1"), newJob("events-b2")}
+	*batch[1].RunAt = batch[1].RunAt.Add(time.Minute)
+	if err := h.db.CreateJobs(ctx, batch); err != nil {
+		t.Fatalf("create jobs: %v", err)
+	}
+	for range batch {
+		e := h.next(chronos.EventJobChanged, 20*time.Second)
+		k := slices.IndexFunc(batch, func(b *chronos.Job) bool { return b.ID == e.JobID })
+		if e.Op != "created" || k < 0 || e.NextRunAt == nil || !e.NextRunAt.Equal(*batch[k].NextRunAt) {
+			t.Fatalf("batch job event = %+v, want op created with the next run of one of jobs %d, %d", e, batch[0].ID, batch[1].ID)
+		}
 	}
 
 	r, err := h.db.Trigger(ctx, j.ID)

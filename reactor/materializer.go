@@ -27,9 +27,28 @@ func newMaterializer(r *Reactor) *materializer {
 }
 
 func (m *materializer) run(ctx context.Context) {
-	wake := m.r.bus.SubscribeWake(func(e chronos.Event) bool { return e.Type == chronos.EventJobChanged })
+	wake := m.r.bus.SubscribeWake(m.wakes)
 	defer wake.Close()
 	every(ctx, m.interval, wake.C(), func() { m.tick(ctx) })
+}
+
+// wakes reports whether e calls for a tick before the next one is due: a
+// changed job may have an occurrence within the lookahead. A created job
+// whose first run is later than the lookahead and one interval from now
+// is left to the ticks, which come every interval and look a lookahead
+// ahead, so they materialize it as early as any other job; the
+// interval's margin covers a leader whose clock is a little behind the
+// database's. Without this, each of a stream of creates of jobs due
+// later (thousands a second) made the materializer tick at once, back to
+// back, for nothing.
+func (m *materializer) wakes(e chronos.Event) bool {
+	if e.Type != chronos.EventJobChanged {
+		return false
+	}
+	if e.Op == "created" && e.NextRunAt != nil {
+		return !e.NextRunAt.After(time.Now().Add(m.r.cfg.Lookahead + m.interval))
+	}
+	return true
 }
 
 // tick materializes batches until one comes back short.

@@ -8,7 +8,8 @@
 // NOTIFY channels and payloads (decoded by package listeners):
 //
 //	chronos_jobs    {"op":"created|updated|deleted","job_id":N}           row-level, user-visible columns only;
-//	                "created" is sent by CreateJob after its commit (see notifyCreated)
+//	                "created" is sent by CreateJob after its commit (see notifyCreated),
+//	                with "next_run_at":"ts" when the new job has one
 //	chronos_runs    {"count":N,"run_id":N?,"job_id":N?,"status":"s"?,"available_at":"ts"?}
 //	                statement-level over a transition table: run_id/job_id/status
 //	                only when one value covers every row; available_at is the

@@ -106,3 +106,6 @@ func PartitionTxForTest(ctx context.Context, db *DB, f func(pgx.Tx) error) error
 // LeaderKeyForTest is the leadership lock's key, for tests that hold it
 // as a binary from before the schema's minimum would.
 const LeaderKeyForTest = leaderKey
+
+// CreateMaxBatch is createMaxBatch for tests.
+const CreateMaxBatch = createMaxBatch

@@ -64,7 +64,7 @@ func (db *DB) CreateJob(ctx context.Context, j *chronos.Job) error {
 	if err != nil {
 		return mapErr(err, "create job")
 	}
-	db.notifyCreated(ctx, j.ID)
+	db.notifyCreated(ctx, j)
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -273,30 +272,6 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// notifyCreatedJobs announces created jobs on chronos_jobs, one
-// notification each, in one statement after their commit (see
-// notifyCreated for why not in the transaction).
-func (db *DB) notifyCreatedJobs(ctx context.Context, jobs []*chronos.Job) {
-	ids := make([]int64, 0, len(jobs))
-	for _, j := range jobs {
-		if j.ID != 0 {
-			ids = append(ids, j.ID)
-		}
-	}
-	switch len(ids) {
-	case 0:
-		return
-	case 1:
-		db.notifyCreated(ctx, ids[0])
-		return
-	}
-	_, err := db.Pool.Exec(context.WithoutCancel(ctx),
-		`SELECT pg_notify('chronos_jobs', '{"op":"created","job_id":' || id || '}') FROM unnest($1::bigint[]) id`, ids)
-	if err != nil {
-		slog.Default().Warn("notify created jobs", "jobs", len(ids), "err", err)
-	}
-}
-
 // CreateJobs stores up to MaxJobBatch jobs all or nothing, in one
 // transaction with one multi-row insert, and fills each job's id,
 // next_run_at and timestamps. A job that is invalid or whose name is taken
@@ -377,7 +352,7 @@ func (db *DB) CreateJobs(ctx context.Context, jobs []*chronos.Job) error {
 	if err != nil {
 		return mapErr(err, "create jobs")
 	}
-	db.notifyCreatedJobs(ctx, jobs)
+	db.notifyCreated(ctx, jobs...)
 	return nil
 }
 

@@ -35,10 +35,10 @@ func TestCreatesCoalesce(t *testing.T) {
 	results := make(chan result, 16)
 	create := func(j *chronos.Job) { results <- result{j, db.CreateJob(ctx, j)} }
 	var wg sync.WaitGroup
-	for range 2 { // the two writers, each with a batch of one
-		wg.Go(func() { create(cronJob("*/5 * * * *")) })
-	}
-	waitFor(t, func() bool { return activeInserts(t, db) == 2 })
+	// The writer, with a batch of one; the rest queue behind it (less than
+	// a full batch: no second writer).
+	wg.Go(func() { create(cronJob("*/5 * * * *")) })
+	waitFor(t, func() bool { return activeInserts(t, db) == 1 })
 	dup := cronJob("")
 	dup.RunAt = ptr(time.Now().Add(time.Hour))
 	queued := []*chronos.Job{dup}
@@ -88,12 +88,15 @@ func TestCreatesCoalesce(t *testing.T) {
 	if pairConflicts != 1 {
 		t.Errorf("%d of the two creates named %q failed, want exactly 1", pairConflicts, dup.Name)
 	}
-	if ok != 2+len(queued)-2 {
-		t.Errorf("%d creates succeeded, want %d", ok, len(queued))
+	if ok != 1+len(queued)-2 {
+		t.Errorf("%d creates succeeded, want %d", ok, len(queued)-1)
 	}
 	after, _ := sql.CreateStats(db)
-	if after-before != 3 {
-		t.Errorf("%d batches for 2 + %d creates, want 3 (2 alone, then the queue in one)", after-before, len(queued))
+	if after-before != 2 {
+		t.Errorf("%d batches for 1 + %d creates, want 2 (1 alone, then the queue in one)", after-before, len(queued))
+	}
+	if n := activeInserts(t, db); n != 0 {
+		t.Errorf("%d inserts still running", n)
 	}
 	var audits int
 	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM job_audit WHERE action = 'create'").Scan(&audits); err != nil {
@@ -101,6 +104,51 @@ func TestCreatesCoalesce(t *testing.T) {
 	}
 	if audits != ok+1 {
 		t.Errorf("%d create audit entries for %d jobs", audits, ok+1)
+	}
+}
+
+// TestCreatesSecondWriterForAFullBatch: while one batch is written, the
+// creates queue behind it; once a full batch (sql.CreateMaxBatch) waits, a
+// second writer writes it beside the first, and the rest queue again.
+func TestCreatesSecondWriterForAFullBatch(t *testing.T) {
+	db, ctx, _ := parallelJob(t, "*/5 * * * *")
+	before, _ := sql.CreateStats(db)
+	lock, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(context.Background()) //nolint:errcheck
+	if _, err := lock.Exec(ctx, "LOCK TABLE job_audit IN EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2*sql.CreateMaxBatch)
+	var wg sync.WaitGroup
+	create := func() { wg.Go(func() { errs <- db.CreateJob(ctx, cronJob("*/5 * * * *")) }) }
+	create()
+	waitFor(t, func() bool { return activeInserts(t, db) == 1 })
+	for range sql.CreateMaxBatch - 1 {
+		create()
+	}
+	waitFor(t, func() bool { _, q := sql.CreateStats(db); return q == sql.CreateMaxBatch-1 })
+	if n := activeInserts(t, db); n != 1 {
+		t.Fatalf("%d inserts with less than a full batch queued, want 1", n)
+	}
+	create() // the queue is a full batch: its own writer takes it
+	waitFor(t, func() bool { return activeInserts(t, db) == 2 })
+	create() // and queues again behind the two
+	waitFor(t, func() bool { _, q := sql.CreateStats(db); return q == 1 })
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if after, _ := sql.CreateStats(db); after-before != 3 {
+		t.Errorf("%d batches, want 3 (1 alone, a full batch beside it, the last one)", after-before)
 	}
 }
 

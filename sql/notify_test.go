@@ -63,8 +63,9 @@ func TestNotifyPayloads(t *testing.T) {
 	db, ctx, dsn := parallelOpen(t, "t")
 	l := listen(t, dsn)
 
-	// Jobs: created / updated / deleted, row-level; the materializer's
-	// next_run_at is silent.
+	// Jobs: created (with the new job's next_run_at, which tells the
+	// materializer whether to wake) / updated / deleted, row-level; the
+	// materializer's next_run_at is silent.
 	j := cronJob("* * * * * *")
 	j.MaxRetries = 3
 	mustCreate(t, db, j)
@@ -73,7 +74,8 @@ func TestNotifyPayloads(t *testing.T) {
 	}
 	got := l.drain()
 	if len(got) != 2 || got[0].Channel != "chronos_jobs" ||
-		!jsonEq(got[0].Payload, map[string]any{"op": "created", "job_id": float64(j.ID)}) ||
+		!jsonEq(got[0].Payload, map[string]any{"op": "created", "job_id": float64(j.ID),
+			"next_run_at": j.NextRunAt.UTC().Format(time.RFC3339Nano)}) ||
 		!jsonEq(got[1].Payload, map[string]any{"op": "updated", "job_id": float64(j.ID)}) {
 		t.Fatalf("job notifications: %v", payloads(got))
 	}
