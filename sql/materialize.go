@@ -101,7 +101,7 @@ const lookAheadSQL = `(SELECT j.overlap = 'allow'
 // EarlyLookahead is how far ahead of its occurrence the run of a sparse
 // cron job may be created: a job whose next occurrence comes more than the
 // lookahead after the one before it has that run created as soon as the
-// one before it is due, but no earlier than this (migration 028). So a
+// one before it is due, but no earlier than this (migration 031). So a
 // herd (every job of a cluster due at the top of the hour) has its runs
 // before its instant, and the instant is a burst of delivery alone,
 // instead of creation and delivery of the same runs competing for the

@@ -18,7 +18,7 @@
 -- so an edit, a resume or a calendar change never leaves it pointing at an
 -- occurrence that is no longer the next. A null costs nothing: the column
 -- is added without a default (no table rewrite), and the index (migration
--- 029, built without blocking writes) holds only the non-null rows.
+-- 032, built without blocking writes) holds only the non-null rows.
 ALTER TABLE job_schedules ADD COLUMN materialize_at timestamptz;
 
 CREATE FUNCTION chronos_schedules_clear_early() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -1,5 +1,5 @@
 -- chronos:online-indexes
--- The materializer's early pass (migration 028): the schedules whose next
+-- The materializer's early pass (migration 031): the schedules whose next
 -- run may be created ahead of the lookahead, in materialize_at order. Only
 -- the rows that have one: frequent schedules, one-shots and paused jobs
 -- have no entry.
