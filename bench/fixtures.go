@@ -32,12 +32,16 @@ func (e *env) insertRuns(ctx context.Context, jobID int64, n int, at time.Time) 
 
 // cronJobs describes jobs for insertCronJobs.
 type cronJobs struct {
-	n      int
-	name   string    // each name is this plus a number unique in the table
-	expr   string    // the cron expression, evaluated in UTC
-	next   time.Time // next_run_at: the first occurrence
-	url    string    // the target URL
-	perJob bool      // each job's target URL is url + "/" + its number, 1..n
+	n    int
+	name string    // each name is this plus a number unique in the table
+	expr string    // the cron expression, evaluated in UTC
+	next time.Time // next_run_at: the first occurrence
+	// early, when set, is each job's materialize_at: when its first run
+	// may be created ahead of the lookahead (sql.EarlyLookahead), as
+	// CreateJob sets it for a sparse cron job.
+	early  *time.Time
+	url    string // the target URL
+	perJob bool   // each job's target URL is url + "/" + its number, 1..n
 }
 
 // insertCronJobs adds the jobs in one INSERT ... SELECT, as fast as
@@ -71,8 +75,8 @@ func (e *env) insertCronJobs(ctx context.Context, j cronJobs) (bypassed bool, er
 			       CASE WHEN $3 THEN $4::text || '/' || g ELSE $4::text END, 0
 			  FROM generate_series(1, $6::int) g
 			RETURNING id)
-		INSERT INTO job_schedules (job_id, enabled, cron, next_run_at) SELECT id, true, true, $5 FROM ins`,
-		j.name, j.expr, j.perJob, j.url, j.next, j.n)
+		INSERT INTO job_schedules (job_id, enabled, cron, next_run_at, materialize_at) SELECT id, true, true, $5, $7 FROM ins`,
+		j.name, j.expr, j.perJob, j.url, j.next, j.n, j.early)
 	if err != nil {
 		return false, fmt.Errorf("insert %d jobs: %w", j.n, err)
 	}

@@ -79,16 +79,49 @@ const dueJobsSQL = `
 	SELECT ` + scheduleColumns + ` FROM (
 		SELECT s.job_id, s.enabled, s.next_run_at FROM job_schedules s
 		 WHERE s.enabled AND s.next_run_at <= $2
-		   AND (s.next_run_at <= $1
-		        OR (SELECT j.overlap = 'allow'
+		   AND (s.next_run_at <= $1 OR ` + lookAheadSQL + `)
+		 ORDER BY s.next_run_at
+		 LIMIT $3
+		   FOR UPDATE OF s SKIP LOCKED
+	) s JOIN jobs j ON j.id = s.job_id
+	   FOR KEY SHARE OF j SKIP LOCKED`
+
+// lookAheadSQL is whether the job of schedule row s may have a run created
+// before its occurrence is due: always for overlap allow, for skip while
+// it has no run pending, leased or running, for queue_one while it has
+// none pending (see dueJobsSQL).
+const lookAheadSQL = `(SELECT j.overlap = 'allow'
 		                OR (j.overlap = 'skip' AND NOT EXISTS (
 		                        SELECT 1 FROM job_runs r
 		                         WHERE r.job_id = j.id AND r.status IN ('pending', 'leased', 'running')))
 		                OR (j.overlap = 'queue_one' AND NOT EXISTS (
 		                        SELECT 1 FROM job_runs r WHERE r.job_id = j.id AND r.status = 'pending'))
-		              FROM jobs j WHERE j.id = s.job_id))
-		 ORDER BY s.next_run_at
-		 LIMIT $3
+		              FROM jobs j WHERE j.id = s.job_id)`
+
+// EarlyLookahead is how far ahead of its occurrence the run of a sparse
+// cron job may be created: a job whose next occurrence comes more than the
+// lookahead after the one before it has that run created as soon as the
+// one before it is due, but no earlier than this (migration 031). So a
+// herd (every job of a cluster due at the top of the hour) has its runs
+// before its instant, and the instant is a burst of delivery alone,
+// instead of creation and delivery of the same runs competing for the
+// same cores; and a job never has more than one run created ahead beyond
+// the lookahead.
+const EarlyLookahead = 30 * time.Second
+
+// earlyJobsSQL selects, like dueJobsSQL, the jobs whose next run may be
+// created early (materialize_at <= now, see EarlyLookahead), walking
+// job_schedules_early_idx: only the sparse jobs have an entry. The ones
+// within the lookahead ($2) are dueJobsSQL's, and a row whose next_run_at
+// is further than EarlyLookahead away ($3) is left alone.
+const earlyJobsSQL = `
+	SELECT ` + scheduleColumns + ` FROM (
+		SELECT s.job_id, s.enabled, s.next_run_at FROM job_schedules s
+		 WHERE s.enabled AND s.materialize_at IS NOT NULL AND s.materialize_at <= $1
+		   AND s.next_run_at > $2 AND s.next_run_at <= $3
+		   AND ` + lookAheadSQL + `
+		 ORDER BY s.materialize_at
+		 LIMIT $4
 		   FOR UPDATE OF s SKIP LOCKED
 	) s JOIN jobs j ON j.id = s.job_id
 	   FOR KEY SHARE OF j SKIP LOCKED`
@@ -161,6 +194,20 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	if err != nil {
 		return res, err
 	}
+	// The early pass takes what room the batch has left: the due and the
+	// looked-ahead come first.
+	early := map[int64]bool{}
+	if len(jobs) < batch {
+		rows, err := tx.Query(ctx, earlyJobsSQL, now, horizon, now.Add(EarlyLookahead), batch-len(jobs))
+		more, err := collect(rows, err, "materialize: select jobs to create early", scanSchedule)
+		if err != nil {
+			return res, err
+		}
+		for _, j := range more {
+			early[j.ID] = true
+		}
+		jobs = append(jobs, more...)
+	}
 	res.Jobs = len(jobs)
 	if err := attachCalendars(ctx, tx, jobs, nil); err != nil {
 		return res, err
@@ -181,9 +228,14 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 		runCatch []bool
 		jobIDs   = make([]int64, 0, len(jobs))
 		nexts    = make([]*time.Time, 0, len(jobs))
+		earlyAt  = make([]*time.Time, 0, len(jobs))
 	)
 	for _, j := range jobs {
-		p := plan(j, now, horizon, active[j.ID], pending[j.ID], gaps[j.ID])
+		h := horizon
+		if early[j.ID] {
+			h = *j.NextRunAt // its next occurrence alone
+		}
+		p := plan(j, now, h, active[j.ID], pending[j.ID], gaps[j.ID])
 		for _, o := range p.runs {
 			runJobs = append(runJobs, j.ID)
 			runAt = append(runAt, o.at)
@@ -199,6 +251,7 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 		}
 		jobIDs = append(jobIDs, j.ID)
 		nexts = append(nexts, p.next)
+		earlyAt = append(earlyAt, p.earlyAt(j, lookahead))
 	}
 	if len(runJobs) > 0 {
 		rows, err := tx.Query(ctx, `
@@ -221,9 +274,9 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	if len(jobIDs) > 0 {
 		// The narrow schedule rows only: jobs is not written.
 		_, err := tx.Exec(ctx, `
-			UPDATE job_schedules s SET next_run_at = v.next
-			  FROM unnest($1::bigint[], $2::timestamptz[]) AS v(id, next)
-			 WHERE s.job_id = v.id`, jobIDs, nexts)
+			UPDATE job_schedules s SET next_run_at = v.next, materialize_at = v.early
+			  FROM unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS v(id, next, early)
+			 WHERE s.job_id = v.id`, jobIDs, nexts, earlyAt)
 		if err != nil {
 			return res, mapErr(err, "materialize: advance next_run_at")
 		}

@@ -245,3 +245,24 @@ func within(sched *chronos.Schedule, after, now time.Time, n int) []time.Time {
 	}
 	return out
 }
+
+// earlyAt is the materialize_at to store with p.next (see EarlyLookahead):
+// when the run of the next occurrence may be created ahead of the
+// lookahead. That is for a cron job whose plan created a run, when its next
+// occurrence comes more than the lookahead after that run's: then as soon
+// as that run's occurrence is due, and at most EarlyLookahead ahead. Nil
+// (the lookahead alone) otherwise: a frequent schedule, a one-shot, a job
+// whose occurrence was held back, skipped or missed in this call.
+func (p jobPlan) earlyAt(j *chronos.Job, lookahead time.Duration) *time.Time {
+	if j.CronExpr == nil || p.next == nil || len(p.runs) == 0 {
+		return nil
+	}
+	last := p.runs[len(p.runs)-1].at
+	lead := min(p.next.Sub(last), EarlyLookahead)
+	if lead <= lookahead {
+		return nil
+	}
+	at := p.next.Add(-lead)
+	return &at
+}
+
