@@ -29,6 +29,7 @@ type preparedJob struct {
 // the database's clock), and its first audit entry.
 type jobRow struct {
 	next    *time.Time
+	early   *time.Time // materialize_at: see firstEarlyAt
 	actor   string
 	changes string
 }
@@ -61,7 +62,7 @@ func prepareJob(ctx context.Context, j *chronos.Job, now time.Time) (*jobRow, er
 	if !j.Enabled && j.CronExpr != nil {
 		next = nil // a paused cron job has no next run; resuming starts from then
 	}
-	return &jobRow{next: next, actor: chronos.ActorFrom(ctx), changes: chronos.CreationChanges(j)}, nil
+	return &jobRow{next: next, early: firstEarlyAt(j, next), actor: chronos.ActorFrom(ctx), changes: chronos.CreationChanges(j)}, nil
 }
 
 // insertJobsSQL is the statement that inserts jobs, their schedule rows
@@ -100,8 +101,9 @@ const insertJobsSQL = `WITH v AS (
 	ON CONFLICT DO NOTHING
 	RETURNING id, name, enabled, cron_expr, created_at, updated_at
 ), sched AS (
-	INSERT INTO job_schedules (job_id, enabled, cron, next_run_at)
-	SELECT ins.id, ins.enabled, ins.cron_expr IS NOT NULL, v.next_run_at FROM ins JOIN v ON v.name = ins.name
+	INSERT INTO job_schedules (job_id, enabled, cron, next_run_at, materialize_at)
+	SELECT ins.id, ins.enabled, ins.cron_expr IS NOT NULL, v.next_run_at, ($32::timestamptz[])[v.ord]
+	  FROM ins JOIN v ON v.name = ins.name
 ), audit AS (
 	INSERT INTO job_audit (job_id, action, actor, changes)
 	SELECT ins.id, 'create', v.actor, v.changes::jsonb FROM ins JOIN v ON v.name = ins.name
@@ -182,8 +184,8 @@ func insertArgs(jobs []preparedJob) ([]any, error) {
 		cron, headers, payload, secretHeaders, signing, exclude, labels, changes, onDead, limitKey = make([]*string, n),
 			make([]*string, n), make([]*string, n), make([]string, n), make([]string, n), make([]string, n),
 			make([]string, n), make([]string, n), make([]*string, n), make([]*string, n)
-		runAt, next, startsAt, endsAt = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n),
-			make([]*time.Time, n)
+		runAt, next, startsAt, endsAt, early = make([]*time.Time, n), make([]*time.Time, n), make([]*time.Time, n),
+			make([]*time.Time, n), make([]*time.Time, n)
 		timeout, retries, jitter = make([]int, n), make([]int, n), make([]int, n)
 		deadline                 = make([]*int, n)
 		base, maxBackoff         = make([]float64, n), make([]float64, n)
@@ -206,7 +208,7 @@ func insertArgs(jobs []preparedJob) ([]any, error) {
 		}
 		timeout[i], retries[i], backoff[i], base[i], maxBackoff[i] = j.TimeoutSeconds, j.MaxRetries, string(j.Backoff),
 			j.BackoffBaseSeconds, j.BackoffMaxSeconds
-		overlap[i], enabled[i], next[i] = string(j.Overlap), j.Enabled, p.row.next
+		overlap[i], enabled[i], next[i], early[i] = string(j.Overlap), j.Enabled, p.row.next, p.row.early
 		secretHeaders[i] = textArrayLiteral(secretHeadersArg(j))
 		s, err := json.Marshal(toStored(j.SigningSecrets))
 		if err != nil {
@@ -233,7 +235,7 @@ func insertArgs(jobs []preparedJob) ([]any, error) {
 	}
 	return []any{name, cron, runAt, tz, target, method, headers, payload, timeout, retries, backoff, base,
 		maxBackoff, overlap, enabled, next, secretHeaders, signing, startsAt, endsAt, misfire, deadline, jitter,
-		exclude, descr, labels, actor, changes, onDead, limitKey, jobs[0].j.CreatedAt}, nil
+		exclude, descr, labels, actor, changes, onDead, limitKey, jobs[0].j.CreatedAt, early}, nil
 }
 
 // textArrayLiteral is ss as a Postgres array literal ('{"a","b"}'), every

@@ -137,3 +137,38 @@ func TestEarlyRunFoldedIntoCatchUp(t *testing.T) {
 		t.Fatalf("after the gap: %d runs due, %d catch-ups; want one catch-up alone", pending, catchUps)
 	}
 }
+
+// A job created long before its first occurrence has that run created as
+// early as the runs after it will be: a herd of new hourly jobs due at the
+// top of the hour has its runs 30 s before it. A one-shot's and a paused
+// job's runs are created within the lookahead only.
+func TestCreatedJobsFirstRunEarly(t *testing.T) {
+	db, ctx := parallelDB(t)
+	hourly := mustCreate(t, db, cronJob("0 * * * *"))
+	if got := earlyAt(t, db, hourly.ID); got == nil || !got.Equal(hourly.NextRunAt.Add(-sql.EarlyLookahead)) {
+		t.Fatalf("hourly job: materialize_at %v, want %v", got, hourly.NextRunAt.Add(-sql.EarlyLookahead))
+	}
+	paused := cronJob("0 * * * *")
+	paused.Enabled = false
+	paused = mustCreate(t, db, paused)
+	once := cronJob("")
+	once.CronExpr, once.RunAt = nil, ptr(dbNow(t, db).Add(time.Hour))
+	once = mustCreate(t, db, once)
+	for _, id := range []int64{paused.ID, once.ID} {
+		if got := earlyAt(t, db, id); got != nil {
+			t.Fatalf("job %d: materialize_at %v, want none", id, got)
+		}
+	}
+	// 25 s before the hour: the hourly job's run is created, the
+	// one-shot's (due then too, had it been) is not.
+	now := hourly.NextRunAt.Add(-25 * time.Second)
+	if _, err := db.Pool.Exec(ctx, "UPDATE job_schedules SET next_run_at = $2 WHERE job_id = $1", once.ID, hourly.NextRunAt); err != nil {
+		t.Fatal(err)
+	}
+	if n := materializeAt(t, db, now); n != 1 {
+		t.Fatalf("25 s before the hour: %d runs, want the hourly job's", n)
+	}
+	if total, _ := countRuns(t, db, hourly.ID); total != 1 {
+		t.Fatalf("hourly job: %d runs, want 1", total)
+	}
+}

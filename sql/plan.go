@@ -266,3 +266,26 @@ func (p jobPlan) earlyAt(j *chronos.Job, lookahead time.Duration) *time.Time {
 	return &at
 }
 
+// firstEarlyAt is the materialize_at of a new job's first occurrence next
+// (see EarlyLookahead): for an enabled cron job, the occurrence less the
+// time to the one after it, at most EarlyLookahead; nil otherwise. A job
+// created long before the top of an hour has its first run created as
+// early as the runs after it will be. (A frequent schedule's comes out
+// within the lookahead, where the early pass leaves it alone, and the
+// materializer clears it with its first run.)
+func firstEarlyAt(j *chronos.Job, next *time.Time) *time.Time {
+	if j.CronExpr == nil || !j.Enabled || next == nil {
+		return nil
+	}
+	sched, err := j.Schedule()
+	if err != nil {
+		return nil
+	}
+	following, _, ok := sched.Advance(*next)
+	if !ok {
+		return nil
+	}
+	at := next.Add(-min(following.Sub(*next), EarlyLookahead))
+	return &at
+}
+
