@@ -288,4 +288,3 @@ func firstEarlyAt(j *chronos.Job, next *time.Time) *time.Time {
 	at := next.Add(-min(following.Sub(*next), EarlyLookahead))
 	return &at
 }
-
