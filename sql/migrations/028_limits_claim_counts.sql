@@ -64,7 +64,9 @@ DROP FUNCTION chronos_limit_account(text[], integer[], integer[]);
 -- chronos_limit_release releases up to want[i] held runs of keys[i] (no
 -- more than the key has room for by its row), oldest first, and returns
 -- how many; then it lowers the held hint of each key by what it released
--- (to 0 when the key had fewer held runs than it could release). The
+-- (never to 0 by inference: a claim that held a run this did not see yet
+-- has added it to the hint; a hint left too high costs a count every
+-- 50 ms until the leader's minute recount sets it). The
 -- caller sets the rows' in_flight to a count first (the claim no longer
 -- keeps it exact: see ReleaseLimitedRuns and PutLimit, sql/limits.go),
 -- each in a transaction of its own. Locks go in the claim's order: the
@@ -107,7 +109,7 @@ BEGIN
     END IF;
     PERFORM 1 FROM limits WHERE key = ANY (v_keys) ORDER BY key FOR UPDATE;
     UPDATE limits l
-       SET held = CASE WHEN g.got < g.cap THEN 0 ELSE greatest(0, l.held - g.got) END
+       SET held = greatest(0, l.held - g.got)
       FROM unnest(v_keys, v_caps, v_got) AS g(key, cap, got)
      WHERE l.key = g.key;
     RETURN (SELECT coalesce(sum(x), 0) FROM unnest(v_got) AS x)::integer;
