@@ -62,15 +62,15 @@ func (db *DB) PutLimit(ctx context.Context, l *chronos.Limit) (created bool, err
 	if err != nil {
 		return false, mapErr(err, "put limit")
 	}
-	if created {
-		// Runs leased under the key before it was declared (again: its
-		// jobs moved off it, the limit deleted and put back) are in
-		// flight: counted now, not only at the leader's next recount.
-		if _, err := tx.Exec(ctx, `
-			UPDATE limits SET in_flight = `+inFlightSQL("$1::text")+`
-			 WHERE key = $1`, l.Key); err != nil {
-			return false, mapErr(err, "put limit: count runs in flight")
-		}
+	// The key's runs in flight, counted under its lock by a statement
+	// that starts after it was taken (so no lease is missing): the
+	// release below works from it. Runs leased under the key before it
+	// was declared (again: its jobs moved off it, the limit deleted and
+	// put back) count at once.
+	if _, err := tx.Exec(ctx, `
+		UPDATE limits SET in_flight = `+inFlightSQL("$1::text")+`
+		 WHERE key = $1`, l.Key); err != nil {
+		return false, mapErr(err, "put limit: count runs in flight")
 	}
 	if _, err := tx.Exec(ctx, "SELECT chronos_limit_release(ARRAY[$1::text], ARRAY[1000000])", l.Key); err != nil {
 		return false, mapErr(err, "put limit: release held runs")
@@ -143,19 +143,49 @@ func (db *DB) DeleteLimit(ctx context.Context, key string) error {
 // job), and a safety net for the rest. The leader calls it a few times a
 // second.
 func (db *DB) ReleaseLimitedRuns(ctx context.Context) (int, error) {
-	var n int
-	err := db.Pool.QueryRow(ctx, `
-		SELECT coalesce(chronos_limit_release(array_agg(l.key), array_agg(1000000)), 0)
-		  FROM limits l
-		 WHERE l.held > 0
-		HAVING count(*) > 0`).Scan(&n)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
+	rows, err := db.Pool.Query(ctx, "SELECT key FROM limits WHERE held > 0 ORDER BY key")
+	keys, err := collect(rows, err, "release limited runs", scanOne[string])
+	if err != nil || len(keys) == 0 {
+		return 0, err
 	}
-	if err != nil {
+	// Each key's count in a transaction of its own: one key's lock at a
+	// time, and no run locked while it is held (the claim takes runs,
+	// then keys: see chronos_limit_release).
+	for _, k := range keys {
+		if err := db.countInFlight(ctx, k); err != nil {
+			return 0, err
+		}
+	}
+	want := make([]int32, len(keys))
+	for i := range want {
+		want[i] = 1000000
+	}
+	var n int
+	if err := db.Pool.QueryRow(ctx, "SELECT chronos_limit_release($1::text[], $2::integer[])", keys, want).Scan(&n); err != nil {
 		return 0, mapErr(err, "release limited runs")
 	}
 	return n, nil
+}
+
+// countInFlight sets key's in_flight to its runs leased or running, in a
+// transaction of its own: the row is locked first, and counted by a
+// statement that starts after the lock was granted (a statement's
+// snapshot is taken when it starts: an UPDATE counting in its own SET
+// would miss a claim that committed while it waited for the row).
+func (db *DB) countInFlight(ctx context.Context, key string) error {
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("count runs in flight: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM limits WHERE key = $1 FOR UPDATE", key); err != nil {
+		return mapErr(err, "count runs in flight")
+	}
+	if _, err := tx.Exec(ctx, `UPDATE limits SET in_flight = `+inFlightSQL("$1::text")+`
+		 WHERE key = $1 AND in_flight IS DISTINCT FROM `+inFlightSQL("$1::text"), key); err != nil {
+		return mapErr(err, "count runs in flight")
+	}
+	return mapErr(tx.Commit(ctx), "count runs in flight")
 }
 
 // RecountLimits sets each key's in_flight to the runs of the key leased

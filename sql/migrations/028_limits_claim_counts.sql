@@ -62,30 +62,25 @@ DROP FUNCTION chronos_runs_limit_delete();
 DROP FUNCTION chronos_limit_account(text[], integer[], integer[]);
 
 -- chronos_limit_release releases up to want[i] held runs of keys[i] (no
--- more than the key has room for), oldest first, and returns how many.
--- It locks the keys' rows in key order (the order every writer of limits
--- takes them in) and then, in a statement that starts after the locks
--- were granted, sets each key's in_flight to its runs leased or running:
--- every claim that leased runs of these keys held the lock until it
--- committed, so that count misses none, and a completion not committed
--- yet only makes it higher. It lowers the held hint by what it released,
--- to 0 when the key had fewer held runs than it could release.
--- SKIP LOCKED: a run being claimed or released by another statement is
--- not waited for.
+-- more than the key has room for by its row), oldest first, and returns
+-- how many; then it lowers the held hint of each key by what it released
+-- (never to 0 by inference: a claim that held a run this did not see yet
+-- has added it to the hint; a hint left too high costs a count every
+-- 50 ms until the leader's minute recount sets it). The
+-- caller sets the rows' in_flight to a count first (the claim no longer
+-- keeps it exact: see ReleaseLimitedRuns and PutLimit, sql/limits.go),
+-- each in a transaction of its own. Locks go in the claim's order: the
+-- runs first (SKIP LOCKED: a run being claimed or released by another
+-- statement is not waited for), the keys' rows after, in key order, in a
+-- statement of their own (after the runs' statement triggers ran), so
+-- this never holds a key while waiting for a run a claim holds.
 CREATE OR REPLACE FUNCTION chronos_limit_release(p_keys text[], p_want integer[]) RETURNS integer
     LANGUAGE plpgsql AS $$
 DECLARE
-    n integer;
+    v_keys text[];
+    v_caps integer[];
+    v_got  integer[];
 BEGIN
-    PERFORM 1 FROM limits WHERE key = ANY (p_keys) ORDER BY key FOR UPDATE;
-    -- One range of job_runs_limit_idx per status (status IN (...) walked
-    -- the key's pending runs too).
-    UPDATE limits l SET in_flight = c.n
-      FROM (SELECT k.key,
-                   ((SELECT count(*) FROM job_runs r WHERE r.limit_key = k.key AND r.status = 'leased') +
-                    (SELECT count(*) FROM job_runs r WHERE r.limit_key = k.key AND r.status = 'running'))::integer AS n
-              FROM unnest(p_keys) AS k(key)) c
-     WHERE l.key = c.key AND l.in_flight <> c.n;
     WITH caps AS (
         SELECT k.key, least(k.want, chronos_limit_room(l)) AS cap
           FROM unnest(p_keys, p_want) AS k(key, want)
@@ -104,15 +99,19 @@ BEGIN
          WHERE r.id = p.id AND r.scheduled_at = p.scheduled_at
            AND r.limit_held AND r.held AND r.status = 'pending'
         RETURNING p.key
-    ), got AS (
-        SELECT c.key, c.cap, (SELECT count(*) FROM released r WHERE r.key = c.key)::integer AS n FROM caps c
-    ), hint AS (
-        UPDATE limits l
-           SET held = CASE WHEN g.n < g.cap THEN 0 ELSE greatest(0, l.held - g.n) END
-          FROM got g
-         WHERE l.key = g.key
     )
-    SELECT coalesce(sum(g.n), 0)::integer INTO n FROM got g;
-    RETURN n;
+    SELECT array_agg(c.key ORDER BY c.key), array_agg(c.cap ORDER BY c.key),
+           array_agg((SELECT count(*) FROM released r WHERE r.key = c.key)::integer ORDER BY c.key)
+      INTO v_keys, v_caps, v_got
+      FROM caps c;
+    IF v_keys IS NULL THEN
+        RETURN 0;
+    END IF;
+    PERFORM 1 FROM limits WHERE key = ANY (v_keys) ORDER BY key FOR UPDATE;
+    UPDATE limits l
+       SET held = greatest(0, l.held - g.got)
+      FROM unnest(v_keys, v_caps, v_got) AS g(key, cap, got)
+     WHERE l.key = g.key;
+    RETURN (SELECT coalesce(sum(x), 0) FROM unnest(v_got) AS x)::integer;
 END
 $$;
