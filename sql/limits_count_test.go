@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -200,7 +201,13 @@ func TestLimitUpgradeKeepsRunsInFlight(t *testing.T) {
 	}
 	defer db.Close()
 	putLimit(t, db, "k", ptr(2), nil, nil)
-	j := limitedJob(t, db, "k")
+	// The job by hand: this binary's create writes columns of later
+	// migrations (job_schedules.materialize_at, 031).
+	var j chronos.Job
+	if err := db.Pool.QueryRow(ctx, `INSERT INTO jobs (name, cron_expr, target_url, limit_key)
+		VALUES ('j', '0 0 1 1 *', 'http://127.0.0.1:9/hook', 'k') RETURNING id`).Scan(&j.ID); err != nil {
+		t.Fatal(err)
+	}
 	insertPending(t, db, j.ID, 6)
 	claim := func(step string, want int) []sql.Claimed {
 		t.Helper()
