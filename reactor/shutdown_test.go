@@ -27,7 +27,17 @@ func TestShutdownCountsSentRequests(t *testing.T) {
 		}
 	})
 	defer close(unblock)
-	quick := newTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(300 * time.Millisecond) })
+	// A quick call waits for the other one (at most 5 s) before its 300 ms:
+	// the two are in flight together however far apart a loaded machine
+	// starts them.
+	var arrived atomic.Int32
+	quick := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		for deadline := time.Now().Add(5 * time.Second); arrived.Load() < 2 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond)
+	})
 
 	// The grace leaves the quick calls (300ms) seconds to finish on a
 	// loaded machine.
