@@ -150,7 +150,10 @@ func TestCrash(t *testing.T) {
 	r.waitAcked(t, 2*cc.trigRate, 30*time.Second)
 	first, half := tg.arm("burst-", 1), tg.arm("burst-", cc.burst/2)
 	r.burstAt = time.Now()
-	rctx, rcancel := context.WithTimeout(context.Background(), 90*time.Second)
+	// The release's own deadline: two outages, and on a loaded machine a
+	// page of resumes takes seconds; past it the rest of the burst would
+	// stay paused (see releaseDone).
+	rctx, rcancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer rcancel()
 	var release sync.WaitGroup
 	release.Go(func() { r.releaseBurst(rctx) })
@@ -166,7 +169,8 @@ func TestCrash(t *testing.T) {
 	c.waitLeader(t, 30*time.Second)
 
 	resumed := r.waitCronsCurrent(t, 30*time.Second)
-	release.Wait()              // every resume acknowledged
+	release.Wait() // every resume acknowledged
+	r.releaseDone(t, rctx)
 	time.Sleep(2 * time.Second) // normal service, so the schedule demonstrably carries on
 	stopDrivers()
 	windowEnd := r.disableCrons(t)

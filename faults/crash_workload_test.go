@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -135,6 +136,25 @@ func (r *crashRun) releaseBurst(ctx context.Context) {
 		})
 	}
 	wg.Wait()
+}
+
+// releaseDone fails the test when the burst's release ran out of time
+// (ctx is its context): the jobs it did not resume would otherwise show
+// up later as one-shots that never ran.
+func (r *crashRun) releaseDone(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if ctx.Err() == nil {
+		return
+	}
+	var paused int
+	err := r.c.db.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM jobs WHERE name LIKE 'burst-%' AND NOT enabled`).Scan(&paused)
+	r.mu.Lock()
+	fails := maps.Clone(r.fails)
+	r.mu.Unlock()
+	r.c.dumpLogs(t, 40)
+	t.Fatalf("the burst's release did not finish before its deadline: %d burst jobs still paused (err %v); requests not acknowledged: %v",
+		paused, err, fails)
 }
 
 // create posts a job to one live instance, no retry elsewhere: an
