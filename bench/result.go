@@ -241,20 +241,25 @@ func medianResult(runs []*result) *result {
 				vs = append(vs, v)
 			}
 		}
-		med := math.NaN()
-		if len(vs) > 0 {
-			slices.Sort(vs)
-			med = vs[len(vs)/2]
-			if len(vs)%2 == 0 {
-				med = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
-			}
-		}
-		m.Metrics = append(m.Metrics, metric{Name: x.Name, Value: med, Unit: x.Unit, Target: x.Target})
+		m.Metrics = append(m.Metrics, metric{Name: x.Name, Value: median(vs), Unit: x.Unit, Target: x.Target})
 	}
 	for _, r := range runs {
 		m.Failed = append(m.Failed, r.Failed...)
 	}
 	return m
+}
+
+// median of vs (sorted in place; the mean of the middle two for an even
+// count), NaN for none.
+func median(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(vs)
+	if len(vs)%2 == 0 {
+		return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+	}
+	return vs[len(vs)/2]
 }
 
 // nan is a figure that could not be measured.
