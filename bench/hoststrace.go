@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/loop"
 )
 
 // hostsTrace writes a timeline of each phase of `bench hosts` to the file
@@ -78,62 +79,57 @@ func startHostsTrace(ctx context.Context, e *env, bad *hostTarget) *hostsTrace {
 		f := func(at time.Time, id string) { t.add(at, "bad", "arrival run="+id) }
 		bad.onArrival.Store(&f)
 	}
-	t.wg.Go(func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			rows, err := e.db.Pool.Query(ctx, `
-				SELECT pid, coalesce(wait_event_type, ''), coalesce(wait_event, ''),
-				       extract(epoch FROM clock_timestamp() - query_start) * 1000, left(regexp_replace(query, '\s+', ' ', 'g'), 90)
-				  FROM pg_stat_activity
-				 WHERE state = 'active' AND pid <> pg_backend_pid() AND datname = current_database()
-				   AND (wait_event_type IN ('Lock', 'LWLock', 'IO', 'BufferPin') OR clock_timestamp() - query_start > interval '15 ms')`)
-			if err != nil {
-				continue
-			}
-			now := time.Now()
-			for rows.Next() {
-				var (
-					pid      int
-					wt, w, q string
-					ms       float64
-				)
-				if rows.Scan(&pid, &wt, &w, &ms, &q) == nil {
-					t.add(now, "pg", fmt.Sprintf("pid=%d %s/%s %.0fms %s", pid, wt, w, ms, q))
-				}
-			}
-			rows.Close()
-			rows, err = e.db.Pool.Query(ctx, `
-				SELECT l.pid, l.locktype, l.mode, coalesce(l.classid::regclass::text, ''), coalesce(l.objid::bigint, 0), coalesce(l.relation::regclass::text, ''),
-				       pg_blocking_pids(l.pid)::text,
-				       coalesce((SELECT left(regexp_replace(b.query, '\s+', ' ', 'g'), 70) || ' [' || b.state || ']' FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(l.pid))[1]), '')
-				  FROM pg_locks l WHERE NOT l.granted`)
-			if err != nil {
-				t.add(time.Now(), "err", err.Error())
-				continue
-			}
-			now = time.Now()
-			for rows.Next() {
-				var (
-					pid                        int
-					lt, mode, cls, rel, bl, bq string
-					objid                      int64
-				)
-				if err := rows.Scan(&pid, &lt, &mode, &cls, &objid, &rel, &bl, &bq); err == nil {
-					t.add(now, "lock", fmt.Sprintf("pid=%d %s %s class=%s obj=%d rel=%s blockers=%s: %s", pid, lt, mode, cls, objid, rel, bl, bq))
-				} else {
-					t.add(now, "err", err.Error())
-				}
-			}
-			rows.Close()
-		}
-	})
+	t.wg.Go(func() { loop.Every(ctx, 10*time.Millisecond, nil, func() { t.samplePG(ctx, e) }) })
 	return t
+}
+
+// samplePG adds the database's active statements older than 15 ms or
+// waiting, and the locks waited for (with the holder), to the trace.
+func (t *hostsTrace) samplePG(ctx context.Context, e *env) {
+	rows, err := e.db.Pool.Query(ctx, `
+		SELECT pid, coalesce(wait_event_type, ''), coalesce(wait_event, ''),
+		       extract(epoch FROM clock_timestamp() - query_start) * 1000, left(regexp_replace(query, '\s+', ' ', 'g'), 90)
+		  FROM pg_stat_activity
+		 WHERE state = 'active' AND pid <> pg_backend_pid() AND datname = current_database()
+		   AND (wait_event_type IN ('Lock', 'LWLock', 'IO', 'BufferPin') OR clock_timestamp() - query_start > interval '15 ms')`)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	for rows.Next() {
+		var (
+			pid      int
+			wt, w, q string
+			ms       float64
+		)
+		if rows.Scan(&pid, &wt, &w, &ms, &q) == nil {
+			t.add(now, "pg", fmt.Sprintf("pid=%d %s/%s %.0fms %s", pid, wt, w, ms, q))
+		}
+	}
+	rows.Close()
+	rows, err = e.db.Pool.Query(ctx, `
+		SELECT l.pid, l.locktype, l.mode, coalesce(l.classid::regclass::text, ''), coalesce(l.objid::bigint, 0), coalesce(l.relation::regclass::text, ''),
+		       pg_blocking_pids(l.pid)::text,
+		       coalesce((SELECT left(regexp_replace(b.query, '\s+', ' ', 'g'), 70) || ' [' || b.state || ']' FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(l.pid))[1]), '')
+		  FROM pg_locks l WHERE NOT l.granted`)
+	if err != nil {
+		t.add(time.Now(), "err", err.Error())
+		return
+	}
+	now = time.Now()
+	for rows.Next() {
+		var (
+			pid                        int
+			lt, mode, cls, rel, bl, bq string
+			objid                      int64
+		)
+		if err := rows.Scan(&pid, &lt, &mode, &cls, &objid, &rel, &bl, &bq); err == nil {
+			t.add(now, "lock", fmt.Sprintf("pid=%d %s %s class=%s obj=%d rel=%s blockers=%s: %s", pid, lt, mode, cls, objid, rel, bl, bq))
+		} else {
+			t.add(now, "err", err.Error())
+		}
+	}
+	rows.Close()
 }
 
 type traceRun struct {

@@ -70,36 +70,9 @@ func runLatency(ctx context.Context, e *env, f Config) (*result, error) {
 	// due at once, while triggers go out at a fixed rate.
 	phase := time.Duration(f.Triggers) * time.Second / time.Duration(f.Rate)
 	loadCtx, stopLoad := context.WithCancel(ctx)
-	var (
-		loadWG   sync.WaitGroup
-		loadErr  error
-		inserted int
-	)
-	loadWG.Go(func() {
-		// Each tick inserts what the rate owes by now, so a slow insert
-		// (a busy machine) does not lower the rate.
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		began := time.Now()
-		for {
-			select {
-			case <-loadCtx.Done():
-				return
-			case <-tick.C:
-			}
-			owed := int(time.Since(began).Seconds()*float64(f.LoadRate)) - inserted
-			if owed <= 0 {
-				continue
-			}
-			if err := e.insertRuns(loadCtx, bg.ID, owed, time.Now()); err != nil {
-				if loadCtx.Err() == nil {
-					loadErr = err
-				}
-				return
-			}
-			inserted += owed
-		}
-	})
+	load := &offeredLoad{e: e, jobs: []int64{bg.ID}, rate: f.LoadRate}
+	var loadWG sync.WaitGroup
+	loadWG.Go(func() { load.run(loadCtx, time.Now(), time.Time{}) })
 	time.Sleep(200 * time.Millisecond) // let the background reach its pace
 	loadStart := time.Now()
 	bgBefore := e.target.countPath("/bg")
@@ -129,8 +102,8 @@ func runLatency(ctx context.Context, e *env, f Config) (*result, error) {
 	trigWG.Wait()
 	stopLoad()
 	loadWG.Wait()
-	if loadErr != nil {
-		return nil, fmt.Errorf("background load: %w", loadErr)
+	if load.err != nil {
+		return nil, fmt.Errorf("background load: %w", load.err)
 	}
 	if len(trigErrs) > 0 {
 		return nil, fmt.Errorf("%d triggers under load failed, first: %s", len(trigErrs), trigErrs[0])
@@ -139,6 +112,6 @@ func runLatency(ctx context.Context, e *env, f Config) (*result, error) {
 	res.spread("load_", pl)
 	res.metric("load_background_per_s", float64(bgDuring)/loadEnd.Sub(loadStart).Seconds(), "runs/s")
 	res.note("under load: %d triggers at %d/s over %s while %d background runs/s were inserted (%d in all)",
-		f.Triggers, f.Rate, phase.Round(time.Millisecond), f.LoadRate, inserted)
+		f.Triggers, f.Rate, phase.Round(time.Millisecond), f.LoadRate, load.inserted)
 	return res, nil
 }

@@ -232,7 +232,8 @@ func (w sustainedWin) row() []float64 {
 		mib(w.sizes.total()), float64(w.sizes.runRows)}
 }
 
-// offeredLoad inserts pending runs at a steady rate.
+// offeredLoad inserts pending runs at a steady rate: the sustained
+// scenario's load, and the latency scenario's background runs.
 type offeredLoad struct {
 	e    *env
 	jobs []int64
@@ -242,8 +243,9 @@ type offeredLoad struct {
 	err      error // the insert that failed, if one did
 }
 
-// run inserts, every 10 ms until end (or ctx ends), what the rate owes
-// by then, so a slow insert (a busy machine) does not lower the rate.
+// run inserts, every 10 ms until end (zero: none) or ctx ends, what the
+// rate owes by then, so a slow insert (a busy machine) does not lower the
+// rate.
 func (l *offeredLoad) run(ctx context.Context, start, end time.Time) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -252,7 +254,7 @@ func (l *offeredLoad) run(ctx context.Context, start, end time.Time) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			if now.After(end) {
+			if !end.IsZero() && now.After(end) {
 				now = end
 			}
 			owed := int(now.Sub(start).Seconds()*float64(l.rate)) - l.inserted
@@ -270,7 +272,7 @@ func (l *offeredLoad) run(ctx context.Context, start, end time.Time) {
 				}
 				l.inserted += owed
 			}
-			if !now.Before(end) {
+			if !end.IsZero() && !now.Before(end) {
 				return
 			}
 		}

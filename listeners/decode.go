@@ -59,96 +59,113 @@ var timeLayouts = []string{
 // an error, never a panic. Unknown JSON fields are ignored so a newer
 // trigger does not break an older listener; missing or invalid required
 // fields are errors, so a garbled notice is logged rather than published
-// as a misleading event.
+// as a misleading event. Each error names the channel.
 func decode(channel, payload string) (chronos.Event, error) {
+	var (
+		e   chronos.Event
+		err error
+	)
 	switch channel {
 	case ChannelJobs:
-		return decodeJobs(payload)
+		e, err = decodeAs(payload, jobsEvent)
 	case ChannelRuns:
-		return decodeRuns(payload)
+		e, err = decodeAs(payload, runsEvent)
 	case ChannelLeader:
-		return decodeLeader(payload)
-	}
-	return chronos.Event{}, fmt.Errorf("decode: unknown channel %q", channel)
-}
-
-func decodeJobs(payload string) (chronos.Event, error) {
-	var p jobsPayload
-	if err := unmarshal(payload, &p); err != nil {
-		return chronos.Event{}, fmt.Errorf("decode %s: %w", ChannelJobs, err)
-	}
-	switch p.Op {
-	case "created", "updated", "deleted":
+		e, err = decodeAs(payload, leaderEvent)
 	default:
-		return chronos.Event{}, fmt.Errorf("decode %s: unknown op %q", ChannelJobs, p.Op)
+		return chronos.Event{}, fmt.Errorf("decode: unknown channel %q", channel)
 	}
-	if p.JobID <= 0 {
-		return chronos.Event{}, fmt.Errorf("decode %s: job_id %d is not a valid id", ChannelJobs, p.JobID)
-	}
-	e := chronos.Event{Type: chronos.EventJobChanged, Op: p.Op, JobID: p.JobID}
-	if p.NextRunAt != nil {
-		t, err := parseTime(*p.NextRunAt)
-		if err != nil {
-			return chronos.Event{}, fmt.Errorf("decode %s: next_run_at: %w", ChannelJobs, err)
-		}
-		e.NextRunAt = &t
+	if err != nil {
+		return chronos.Event{}, fmt.Errorf("decode %s: %w", channel, err)
 	}
 	return e, nil
 }
 
-func decodeRuns(payload string) (chronos.Event, error) {
-	var p runsPayload
+// decodeAs unmarshals payload into a P and makes its event of it (an
+// event with an error is dropped by decode).
+func decodeAs[P any](payload string, event func(*P) (chronos.Event, error)) (chronos.Event, error) {
+	var p P
 	if err := unmarshal(payload, &p); err != nil {
-		return chronos.Event{}, fmt.Errorf("decode %s: %w", ChannelRuns, err)
+		return chronos.Event{}, err
 	}
+	return event(&p)
+}
+
+func jobsEvent(p *jobsPayload) (chronos.Event, error) {
+	switch p.Op {
+	case "created", "updated", "deleted":
+	default:
+		return chronos.Event{}, fmt.Errorf("unknown op %q", p.Op)
+	}
+	e := chronos.Event{Type: chronos.EventJobChanged, Op: p.Op}
+	if err := validID("job_id", &p.JobID, &e.JobID); err != nil {
+		return chronos.Event{}, err
+	}
+	var err error
+	e.NextRunAt, err = optTime("next_run_at", p.NextRunAt)
+	return e, err
+}
+
+func runsEvent(p *runsPayload) (chronos.Event, error) {
 	if p.Count == nil {
-		return chronos.Event{}, fmt.Errorf("decode %s: count missing", ChannelRuns)
+		return chronos.Event{}, errors.New("count missing")
 	}
 	if *p.Count < 0 {
-		return chronos.Event{}, fmt.Errorf("decode %s: negative count %d", ChannelRuns, *p.Count)
+		return chronos.Event{}, fmt.Errorf("negative count %d", *p.Count)
 	}
 	e := chronos.Event{Type: chronos.EventRunChanged, Count: *p.Count}
-	if p.RunID != nil {
-		if *p.RunID <= 0 {
-			return chronos.Event{}, fmt.Errorf("decode %s: run_id %d is not a valid id", ChannelRuns, *p.RunID)
-		}
-		e.RunID = *p.RunID
+	if err := validID("run_id", p.RunID, &e.RunID); err != nil {
+		return chronos.Event{}, err
 	}
-	if p.JobID != nil {
-		if *p.JobID <= 0 {
-			return chronos.Event{}, fmt.Errorf("decode %s: job_id %d is not a valid id", ChannelRuns, *p.JobID)
-		}
-		e.JobID = *p.JobID
+	if err := validID("job_id", p.JobID, &e.JobID); err != nil {
+		return chronos.Event{}, err
 	}
 	if p.Status != nil {
 		s := chronos.RunStatus(*p.Status)
 		if !s.Valid() {
-			return chronos.Event{}, fmt.Errorf("decode %s: unknown status %q", ChannelRuns, *p.Status)
+			return chronos.Event{}, fmt.Errorf("unknown status %q", *p.Status)
 		}
 		e.Status = s
 	}
-	if p.AvailableAt != nil {
-		t, err := parseTime(*p.AvailableAt)
-		if err != nil {
-			return chronos.Event{}, fmt.Errorf("decode %s: available_at: %w", ChannelRuns, err)
-		}
-		e.AvailableAt = &t
-	}
-	return e, nil
+	var err error
+	e.AvailableAt, err = optTime("available_at", p.AvailableAt)
+	return e, err
 }
 
-func decodeLeader(payload string) (chronos.Event, error) {
-	var p leaderPayload
-	if err := unmarshal(payload, &p); err != nil {
-		return chronos.Event{}, fmt.Errorf("decode %s: %w", ChannelLeader, err)
-	}
+func leaderEvent(p *leaderPayload) (chronos.Event, error) {
 	if p.Op != "resigned" {
-		return chronos.Event{}, fmt.Errorf("decode %s: unknown op %q", ChannelLeader, p.Op)
+		return chronos.Event{}, fmt.Errorf("unknown op %q", p.Op)
 	}
 	if p.Instance == "" {
-		return chronos.Event{}, fmt.Errorf("decode %s: instance missing", ChannelLeader)
+		return chronos.Event{}, errors.New("instance missing")
 	}
 	return chronos.Event{Type: chronos.EventLeaderChanged, Op: p.Op, Instance: p.Instance}, nil
+}
+
+// validID sets *to to *id, the payload's field, when the payload has it
+// (id not nil); an id that is not positive is an error.
+func validID(field string, id, to *int64) error {
+	if id == nil {
+		return nil
+	}
+	if *id <= 0 {
+		return fmt.Errorf("%s %d is not a valid id", field, *id)
+	}
+	*to = *id
+	return nil
+}
+
+// optTime parses s, the payload's field, when the payload has it (nil:
+// none, and no error).
+func optTime(field string, s *string) (*time.Time, error) {
+	if s == nil {
+		return nil, nil
+	}
+	t, err := parseTime(*s)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	return &t, nil
 }
 
 // unmarshal decodes a JSON object. "null" and non-objects are rejected:

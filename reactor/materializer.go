@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/loop"
 	"github.com/chronoshq/chronos/sql"
 )
 
@@ -29,7 +30,7 @@ func newMaterializer(r *Reactor) *materializer {
 func (m *materializer) run(ctx context.Context) {
 	wake := m.r.bus.SubscribeWake(m.wakes)
 	defer wake.Close()
-	every(ctx, m.interval, wake.C(), func() { m.tick(ctx) })
+	loop.Every(ctx, m.interval, wake.C(), func() { m.tick(ctx) })
 }
 
 // wakes reports whether e calls for a tick before the next one is due: a

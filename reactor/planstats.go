@@ -3,6 +3,8 @@ package reactor
 import (
 	"context"
 	"time"
+
+	"github.com/chronoshq/chronos/internal/loop"
 )
 
 // planStatsInterval is how often the leader looks for hot tables whose
@@ -17,18 +19,12 @@ type planStats struct{ r *Reactor }
 
 func newPlanStats(r *Reactor) *planStats { return &planStats{r: r} }
 
-// run analyzes the changed tables every planStatsInterval until ctx ends
+// run analyzes the changed tables at once (a new leader may take over
+// after a burst) and then every planStatsInterval until ctx ends
 // (leadership lost or shutdown). A failure is logged and left for the
-// next tick: autovacuum still analyzes, only later.
+// next pass: autovacuum still analyzes, only later.
 func (p *planStats) run(ctx context.Context) {
-	tick := time.NewTicker(planStatsInterval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	loop.Every(ctx, planStatsInterval, nil, func() {
 		tables, err := p.r.db.AnalyzeChangedTables(ctx)
 		if err != nil && ctx.Err() == nil {
 			p.r.log.Warn("analyze changed tables failed", "err", err)
@@ -36,5 +32,5 @@ func (p *planStats) run(ctx context.Context) {
 		if len(tables) > 0 {
 			p.r.log.Debug("analyzed changed tables", "tables", tables)
 		}
-	}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/loop"
 	"github.com/chronoshq/chronos/sql"
 )
 
@@ -27,7 +28,7 @@ type pruner struct{ r *Reactor }
 func newPruner(r *Reactor) *pruner { return &pruner{r: r} }
 
 func (p *pruner) run(ctx context.Context) {
-	every(ctx, p.r.cfg.PruneInterval, nil, func() {
+	loop.Every(ctx, p.r.cfg.PruneInterval, nil, func() {
 		p.prune(ctx)
 		p.pruneHistory(ctx)
 	})

@@ -2,6 +2,8 @@ package reactor
 
 import (
 	"context"
+
+	"github.com/chronoshq/chronos/internal/loop"
 )
 
 // queueStats is the leader's loop that recomputes the queue statistics
@@ -23,7 +25,7 @@ func newQueueStats(r *Reactor) *queueStats { return &queueStats{r: r} }
 // run refreshes the stats at once and then every QueueStatsInterval, until
 // ctx ends (leadership lost or shutdown).
 func (q *queueStats) run(ctx context.Context) {
-	every(ctx, q.r.cfg.QueueStatsInterval, nil, func() { q.refresh(ctx) })
+	loop.Every(ctx, q.r.cfg.QueueStatsInterval, nil, func() { q.refresh(ctx) })
 }
 
 // refresh recomputes and stores the stats once. A failure is logged and

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/loop"
 )
 
 // reclaimBatch is how many expired leases one db.Reclaim takes back.
@@ -23,7 +24,7 @@ func newReaper(r *Reactor) *reaper { return &reaper{r: r} }
 
 func (p *reaper) run(ctx context.Context) {
 	tick := 0
-	every(ctx, p.r.cfg.ReaperInterval, nil, func() {
+	loop.Every(ctx, p.r.cfg.ReaperInterval, nil, func() {
 		p.reap(ctx)
 		if tick%lockCheckEvery == 0 {
 			p.sweepLocks(ctx)

@@ -1,22 +1,31 @@
 package sql_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
-	"github.com/chronoshq/chronos/sql/sqltest"
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
 )
+
+// heldOrigin is the origin the tests of this file hold back.
+const heldOrigin = "http://held.example:8080"
+
+// heldAndFine is parallelDB with two jobs and no runs: bad, whose target
+// is on heldOrigin, and good, on another origin that is never held.
+func heldAndFine(t *testing.T) (db *sql.DB, ctx context.Context, bad, good *chronos.Job) {
+	t.Helper()
+	db, ctx = parallelDB(t)
+	return db, ctx, hostJob(t, db, heldOrigin+"/a", 0), hostJob(t, db, "http://fine.example/b", 0)
+}
 
 // Migration 029: a session's first run created while nothing is held
 // plans the host trigger's hold branch (so the first deferral does not
 // make every pooled connection plan it at once), and the branch still
 // moves the held host's new runs, and only those, once a hold begins.
 func TestHostInsertPlansItsHoldBranchAhead(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	bad := hostJob(t, db, "http://held.example:8080/a", 0)
-	good := hostJob(t, db, "http://fine.example/b", 0)
+	db, ctx, bad, good := heldAndFine(t)
 	conn, err := db.Pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +66,7 @@ func TestHostInsertPlansItsHoldBranchAhead(t *testing.T) {
 	}
 	until := time.Now().Add(time.Hour).Truncate(time.Microsecond)
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO hosts (origin, deferred_until, held_until) VALUES ($1, $2, $2)`,
-		"http://held.example:8080", until); err != nil {
+		heldOrigin, until); err != nil {
 		t.Fatal(err)
 	}
 	// The held origin's new run is due a second (sql.holdLead) after the
@@ -76,11 +85,7 @@ func TestHostInsertPlansItsHoldBranchAhead(t *testing.T) {
 // behind the whole held backlog. With fewer held, or nothing held, it
 // answers the exact instant as before.
 func TestNextAvailableBoundsTheWalkPastHeldRuns(t *testing.T) {
-	t.Parallel()
-	db := sqltest.New(t)
-	ctx := t.Context()
-	bad := hostJob(t, db, "http://held.example:8080/a", 0)
-	good := hostJob(t, db, "http://fine.example/b", 0)
+	db, ctx, bad, good := heldAndFine(t)
 	base := time.Now().Add(time.Hour).Truncate(time.Second).UTC()
 	// 40 runs of the held origin, a millisecond apart from base, then
 	// the other origin's run a minute later: all inserted before the
@@ -108,7 +113,7 @@ func TestNextAvailableBoundsTheWalkPastHeldRuns(t *testing.T) {
 		t.Fatalf("nothing held: next %v, want %v", at, base)
 	}
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO hosts (origin, deferred_until, held_until) VALUES ($1, $2, $2)`,
-		"http://held.example:8080", base.Add(2*time.Hour)); err != nil {
+		heldOrigin, base.Add(2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	// 40 held: the 32nd's instant, no later than the clear run.

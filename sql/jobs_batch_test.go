@@ -19,15 +19,7 @@ func TestCreatesCoalesce(t *testing.T) {
 	db, ctx, taken := parallelJob(t, "*/5 * * * *")
 	before, _ := sql.CreateStats(db)
 
-	// Hold the writers: job_audit, which every create writes, is locked.
-	lock, err := db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(context.Background()) //nolint:errcheck
-	if _, err := lock.Exec(ctx, "LOCK TABLE job_audit IN EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriters(t, db)
 	type result struct {
 		j   *chronos.Job
 		err error
@@ -55,9 +47,7 @@ func TestCreatesCoalesce(t *testing.T) {
 		wg.Go(func() { create(j) })
 	}
 	waitFor(t, func() bool { _, q := sql.CreateStats(db); return q == len(queued) })
-	if err := lock.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	wg.Wait()
 	close(results)
 
@@ -113,14 +103,7 @@ func TestCreatesCoalesce(t *testing.T) {
 func TestCreatesSecondWriterForAFullBatch(t *testing.T) {
 	db, ctx, _ := parallelJob(t, "*/5 * * * *")
 	before, _ := sql.CreateStats(db)
-	lock, err := db.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(context.Background()) //nolint:errcheck
-	if _, err := lock.Exec(ctx, "LOCK TABLE job_audit IN EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
+	release := holdWriters(t, db)
 	errs := make(chan error, 2*sql.CreateMaxBatch)
 	var wg sync.WaitGroup
 	create := func() { wg.Go(func() { errs <- db.CreateJob(ctx, cronJob("*/5 * * * *")) }) }
@@ -137,9 +120,7 @@ func TestCreatesSecondWriterForAFullBatch(t *testing.T) {
 	waitFor(t, func() bool { return activeInserts(t, db) == 2 })
 	create() // and queues again behind the two
 	waitFor(t, func() bool { _, q := sql.CreateStats(db); return q == 1 })
-	if err := lock.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -149,6 +130,27 @@ func TestCreatesSecondWriterForAFullBatch(t *testing.T) {
 	}
 	if after, _ := sql.CreateStats(db); after-before != 3 {
 		t.Errorf("%d batches, want 3 (1 alone, a full batch beside it, the last one)", after-before)
+	}
+}
+
+// holdWriters holds the creates' writers until release: job_audit, which
+// every create writes, is locked by a transaction of its own, rolled back
+// by release (or at the end of the test).
+func holdWriters(t *testing.T, db *sql.DB) (release func()) {
+	t.Helper()
+	lock, err := db.Pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Rollback(context.Background()) }) //nolint:errcheck
+	if _, err := lock.Exec(t.Context(), "LOCK TABLE job_audit IN EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if err := lock.Rollback(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -1,27 +1,30 @@
 package sql_test
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/chronoshq/chronos/internal/fixtures"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
-// originRegexpSQL is chronos_origin as migration 027 wrote it: the
-// regexp that migration 030's fast path must agree with.
-const originRegexpSQL = `CREATE FUNCTION origin_027(url text) RETURNS text
-    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
-DECLARE
-    m text[] := regexp_match(url,
-        '^([A-Za-z][A-Za-z0-9+.-]*)://(?:[^@/?#]*@)?(\[[^]/?#]*\]|[^:/?#]*)(?::([0-9]*))?');
-BEGIN
-    IF m IS NULL OR m[2] = '' THEN
-        RETURN NULL;
-    END IF;
-    RETURN lower(m[1]) || '://' || lower(m[2]) || ':' ||
-           coalesce(nullif(m[3], ''), CASE lower(m[1]) WHEN 'https' THEN '443' ELSE '80' END);
-END
-$$`
+// originRegexpSQL is chronos_origin as migration 027 wrote it, renamed
+// origin_027: the regexp that migration 030's fast path must agree with.
+// It is read from the migration itself, so the test checks against what
+// 027 shipped, not against a copy of it.
+func originRegexpSQL(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("migrations/027_origin_plpgsql.sql")
+	if err != nil {
+		t.Fatalf("read migration 027: %v", err)
+	}
+	const head = "CREATE OR REPLACE FUNCTION chronos_origin(url text)"
+	if !strings.Contains(string(b), head) {
+		t.Fatalf("migration 027 no longer has %q", head)
+	}
+	return strings.Replace(string(b), head, "CREATE FUNCTION origin_027(url text)", 1)
+}
 
 // TestChronosOriginFastPathAgrees: migration 030's chronos_origin, which
 // takes the common URLs apart without a regexp, gives what 027's regexp
@@ -33,7 +36,7 @@ func TestChronosOriginFastPathAgrees(t *testing.T) {
 	t.Parallel()
 	db := sqltest.New(t)
 	ctx := t.Context()
-	if _, err := db.Pool.Exec(ctx, originRegexpSQL); err != nil {
+	if _, err := db.Pool.Exec(ctx, originRegexpSQL(t)); err != nil {
 		t.Fatal(err)
 	}
 	var urls []string
