@@ -68,7 +68,7 @@ func runScenario(t *testing.T, name string, tweak func(*Config)) scenarioResult 
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	if err := Run(ctx, cfg, []string{name}); err != nil {
 		t.Fatalf("bench %s: %v\nstdout:\n%s\nstderr:\n%s", name, err, &stdout, &stderr)

@@ -182,22 +182,8 @@ func (db *DB) updateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 		return nil, fmt.Errorf("update job: %w", err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	after, err := updateJobIn(ctx, tx, id, u)
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, mapErr(err, "update job")
-	}
-	return after, nil
-}
 
-// updateJobIn applies u to job id inside tx: every write of an update
-// (schedule, runs created ahead, overlap and limit bookkeeping, calendars,
-// the audit entry), none of the commit. A missing job is ENOTFOUND.
-func updateJobIn(ctx context.Context, tx pgx.Tx, id int64, u *chronos.JobUpdate) (*chronos.Job, error) {
 	var (
-		err     error
 		s       jobScan
 		rawNext *time.Time // next_run_at as stored (a paused job shows null)
 		now     time.Time
@@ -308,6 +294,9 @@ func updateJobIn(ctx context.Context, tx pgx.Tx, id int64, u *chronos.JobUpdate)
 		if err := recordAudit(ctx, tx, id, auditAction(changes), nil, changes); err != nil {
 			return nil, err
 		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, mapErr(err, "update job")
 	}
 	return after, nil
 }
