@@ -109,3 +109,6 @@ const LeaderKeyForTest = leaderKey
 
 // CreateMaxBatch is createMaxBatch for tests.
 const CreateMaxBatch = createMaxBatch
+
+// CreateSecondAt is createSecondAt for tests.
+const CreateSecondAt = createSecondAt

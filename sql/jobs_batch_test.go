@@ -27,8 +27,8 @@ func TestCreatesCoalesce(t *testing.T) {
 	results := make(chan result, 16)
 	create := func(j *chronos.Job) { results <- result{j, db.CreateJob(ctx, j)} }
 	var wg sync.WaitGroup
-	// The writer, with a batch of one; the rest queue behind it (less than
-	// a full batch: no second writer).
+	// The writer, with a batch of one; the rest queue behind it (fewer
+	// than sql.CreateSecondAt: no second writer).
 	wg.Go(func() { create(cronJob("*/5 * * * *")) })
 	waitFor(t, func() bool { return activeInserts(t, db) == 1 })
 	dup := cronJob("")
@@ -97,26 +97,26 @@ func TestCreatesCoalesce(t *testing.T) {
 	}
 }
 
-// TestCreatesSecondWriterForAFullBatch: while one batch is written, the
-// creates queue behind it; once a full batch (sql.CreateMaxBatch) waits, a
-// second writer writes it beside the first, and the rest queue again.
-func TestCreatesSecondWriterForAFullBatch(t *testing.T) {
+// TestCreatesSecondWriter: while one batch is written, the creates queue
+// behind it; once sql.CreateSecondAt wait, a second writer writes them
+// beside the first, and the rest queue again.
+func TestCreatesSecondWriter(t *testing.T) {
 	db, ctx, _ := parallelJob(t, "*/5 * * * *")
 	before, _ := sql.CreateStats(db)
 	release := holdWriters(t, db)
-	errs := make(chan error, 2*sql.CreateMaxBatch)
+	errs := make(chan error, 2*sql.CreateSecondAt)
 	var wg sync.WaitGroup
 	create := func() { wg.Go(func() { errs <- db.CreateJob(ctx, cronJob("*/5 * * * *")) }) }
 	create()
 	waitFor(t, func() bool { return activeInserts(t, db) == 1 })
-	for range sql.CreateMaxBatch - 1 {
+	for range sql.CreateSecondAt - 1 {
 		create()
 	}
-	waitFor(t, func() bool { _, q := sql.CreateStats(db); return q == sql.CreateMaxBatch-1 })
+	waitFor(t, func() bool { _, q := sql.CreateStats(db); return q == sql.CreateSecondAt-1 })
 	if n := activeInserts(t, db); n != 1 {
-		t.Fatalf("%d inserts with less than a full batch queued, want 1", n)
+		t.Fatalf("%d inserts with %d creates queued, want 1", n, sql.CreateSecondAt-1)
 	}
-	create() // the queue is a full batch: its own writer takes it
+	create() // enough queued: its own writer takes them
 	waitFor(t, func() bool { return activeInserts(t, db) == 2 })
 	create() // and queues again behind the two
 	waitFor(t, func() bool { _, q := sql.CreateStats(db); return q == 1 })
@@ -129,7 +129,7 @@ func TestCreatesSecondWriterForAFullBatch(t *testing.T) {
 		}
 	}
 	if after, _ := sql.CreateStats(db); after-before != 3 {
-		t.Errorf("%d batches, want 3 (1 alone, a full batch beside it, the last one)", after-before)
+		t.Errorf("%d batches, want 3 (1 alone, the queue beside it, the last one)", after-before)
 	}
 }
 
