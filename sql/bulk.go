@@ -107,14 +107,9 @@ func (db *DB) setEnabled(ctx context.Context, ids []int64, enabled bool) ([]int6
 
 	dropped := map[int64][]time.Time{}
 	if !enabled {
-		// A pause deletes every run created ahead (dropRunsAhead, whose
-		// conditions these are, one job at a time).
-		rows, err := tx.Query(ctx, `DELETE FROM job_runs
-			 WHERE job_id = ANY($1) AND status IN ('pending', 'leased') AND trigger = 'schedule' AND available_at > now()
-			   AND (status = 'pending' AND attempt_count = 0
-			        OR status = 'leased' AND attempt_count = 1 AND started_at IS NULL
-			           AND available_at > clock_timestamp())
-			RETURNING job_id, scheduled_at`, locked)
+		// A pause deletes every run created ahead (as dropRunsAhead does,
+		// one job at a time).
+		rows, err := tx.Query(ctx, "DELETE FROM job_runs WHERE job_id = ANY($1) AND "+runsAheadSQL+" RETURNING job_id, scheduled_at", locked)
 		if err != nil {
 			return nil, mapErr(err, "bulk enable: drop runs created ahead")
 		}

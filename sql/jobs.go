@@ -301,6 +301,14 @@ func (db *DB) updateJob(ctx context.Context, id int64, u *chronos.JobUpdate) (*c
 	return after, nil
 }
 
+// runsAheadSQL are the runs of a job created ahead that an edit may take
+// back (see dropRunsAhead, which explains the leased ones): pending, never
+// attempted, not yet available, or claimed ahead and not started.
+const runsAheadSQL = `status IN ('pending', 'leased') AND trigger = 'schedule' AND available_at > now()
+	AND (status = 'pending' AND attempt_count = 0
+	     OR status = 'leased' AND attempt_count = 1 AND started_at IS NULL
+	        AND available_at > clock_timestamp())`
+
 // dropRunsAhead deletes the job's runs created ahead (pending, never
 // attempted, not yet available) that its edited plan no longer holds, and
 // returns the scheduled instants it deleted and the latest it kept. A
@@ -326,10 +334,7 @@ func dropRunsAhead(ctx context.Context, tx pgx.Tx, j *chronos.Job, c scheduleCha
 	// record of a run that was delivered. A run read ahead of the clock
 	// after its claim committed was claimed with a Wait, so its worker
 	// calls StartAhead, which fails once the run is gone.
-	const ahead = `job_id = $1 AND status IN ('pending', 'leased') AND trigger = 'schedule' AND available_at > now()
-	                AND (status = 'pending' AND attempt_count = 0
-	                     OR status = 'leased' AND attempt_count = 1 AND started_at IS NULL
-	                        AND available_at > clock_timestamp())`
+	const ahead = "job_id = $1 AND " + runsAheadSQL
 	var sched *chronos.Schedule
 	if !c.pausing && j.Enabled && j.CronExpr != nil {
 		sched, _ = j.Schedule() // nil (an invalid schedule) keeps nothing
