@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chronoshq/chronos/internal/instant"
 	"github.com/chronoshq/chronos/reactor"
 )
 
@@ -95,7 +96,7 @@ func burstOnce(ctx context.Context, e *env, f Config, need time.Duration) (res *
 		if first.IsZero() || a.at.Before(first) {
 			first = a.at
 		}
-		last = maxTime(last, a.at)
+		last = instant.Later(last, a.at)
 		seen[a.runID] = true
 	}
 	succeeded, recorded, err := e.waitSucceeded(ctx, "bench-burst-due-%", n)
@@ -153,11 +154,4 @@ func (e *env) waitSucceeded(ctx context.Context, pattern string, n int) (int, ti
 			return 0, time.Time{}, err
 		}
 	}
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/instant"
 )
 
 // The limits scenario's shape (issue 24): runs spread over limitKeys
@@ -80,7 +81,7 @@ func benchLimits(ctx context.Context, b *runner) (*result, error) {
 		arr := e.target.snapshot()
 		last := t0
 		for _, a := range arr[delivered-n:] {
-			last = maxTime(last, a.at)
+			last = instant.Later(last, a.at)
 		}
 		rate := float64(n) / last.Sub(t0).Seconds()
 		res.metric(name+"_runs_per_s", rate, "runs/s")

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/chronoshq/chronos/internal/instant"
 )
 
 // The side-by-side peer (burst --peer river): River, the best Go Postgres
@@ -132,7 +134,7 @@ func (e *env) runRiverPeer(ctx context.Context, res *result, n int, chronosPerSe
 		if first.IsZero() || a.at.Before(first) {
 			first = a.at
 		}
-		last = maxTime(last, a.at)
+		last = instant.Later(last, a.at)
 		seen[a.runID] = true
 	}
 	if len(seen) != n || r.Failed > 0 {

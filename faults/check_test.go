@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chronoshq/chronos/internal/instant"
 )
 
 // dbRun is a job_runs row as the checker reads it.
@@ -298,10 +300,10 @@ func check(t *testing.T, c *cluster, w *workload, m *monitor, kills []killRec, w
 			if a.who == b.who {
 				continue
 			}
-			o := minTime(a.end, b.end).Sub(maxTime(a.start, b.start))
+			o := instant.Earlier(a.end, b.end).Sub(instant.Later(a.start, b.start))
 			if o > maxOverlap {
 				maxOverlap = o
-				overlapAt = fmt.Sprintf("%s and %s at %s", a.who, b.who, maxTime(a.start, b.start).Format("15:04:05.000"))
+				overlapAt = fmt.Sprintf("%s and %s at %s", a.who, b.who, instant.Later(a.start, b.start).Format("15:04:05.000"))
 			}
 		}
 	}
@@ -517,18 +519,4 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 		return 0
 	}
 	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))].Round(time.Millisecond)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }

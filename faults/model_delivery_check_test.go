@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/chronoshq/chronos/internal/instant"
 )
 
 // The invariants of delivery control (issue 24), over the same data as
@@ -102,7 +104,7 @@ func (s *seqRun) checkLimits(d *checkData) {
 					continue
 				}
 				in = append(in, A)
-				from = minTime(from, A.At)
+				from = instant.Earlier(from, A.At)
 			}
 			// A run in flight was leased up to a moment before its request
 			// arrived: the limit in force from a second before the
@@ -205,7 +207,7 @@ func (s *seqRun) checkBackfillAnswer(b *mbackfill) {
 	if !ok || !ok2 || v.sent != w.sent || j.uncertain {
 		return
 	}
-	sure := minTime(b.to, b.sent.Add(-modelTol))
+	sure := instant.Earlier(b.to, b.sent.Add(-modelTol))
 	want := v.st.occurrences(b.from.Add(-time.Nanosecond), sure)
 	var got []time.Time
 	for _, o := range a.Occurrences {
@@ -245,7 +247,7 @@ func (s *seqRun) checkBackfillOrder(d *checkData, b *mbackfill) {
 			continue
 		}
 		x := d.delRun[r.ID][0]
-		end = maxTime(end, x.At)
+		end = instant.Later(end, x.At)
 		if x.Attempt == 1 {
 			fs = append(fs, first{r, x})
 		}
@@ -277,7 +279,7 @@ func (s *seqRun) stoppedWithin(from, to time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, st := range s.stops {
-		end := maxTime(st.at, st.thawed)
+		end := instant.Later(st.at, st.thawed)
 		if !st.at.After(to) && !end.Before(from) {
 			return true
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/instant"
 )
 
 // The delivery-control operations of the model (issue 24): limits
@@ -259,7 +260,7 @@ func (s *seqRun) backfill() {
 		to = prev.to.Add(time.Duration(stretch) * time.Second)
 	}
 	if j.behave.delay >= time.Second {
-		to = minTime(to, from.Add(4*time.Second))
+		to = instant.Earlier(to, from.Add(4*time.Second))
 	}
 	if !to.After(from) {
 		to = from.Add(time.Second)

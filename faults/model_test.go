@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/instant"
 	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
@@ -592,7 +593,7 @@ func (s *seqRun) drain(within time.Duration) {
 			return
 		}
 		if err == nil && len(s.dc.limits) > 0 && last >= 0 && active < last {
-			deadline = minTime(maxTime(deadline, time.Now().Add(within/3)), start.Add(3*within))
+			deadline = instant.Earlier(instant.Later(deadline, time.Now().Add(within/3)), start.Add(3*within))
 		}
 		if err == nil {
 			last = active

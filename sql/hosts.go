@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/instant"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -510,13 +511,13 @@ func (db *DB) SweepHosts(ctx context.Context, cooldown time.Duration) (SweepResu
 			if h.probe != nil {
 				res.Probes++
 			}
-			mark = maxTime(*h.openUntil, h.now).Add(cooldown)
+			mark = instant.Later(*h.openUntil, h.now).Add(cooldown)
 		case h.until != nil:
 			mark, lead = *h.until, holdLead
 		default:
 			continue
 		}
-		before := minTime(mark, h.now.Add(hostSweepHorizon))
+		before := instant.Earlier(mark, h.now.Add(hostSweepHorizon))
 		n, err := moveRuns(ctx, tx, h.origin, before, h.probe, mark, lead)
 		if err != nil {
 			return res, err
@@ -572,20 +573,6 @@ func ensureProbe(ctx context.Context, tx pgx.Tx, origin string, probe *int64, op
 		return nil, fmt.Errorf("pick probe of %s: %w", origin, err)
 	}
 	return next, nil
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }
 
 // hostColumns are the columns of a chronos.Host, in scanHost's order.
