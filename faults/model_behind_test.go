@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/chronoshq/chronos/internal/loop"
 )
 
 // Jobs behind their schedule, as the database's clock sees them: a job
@@ -30,7 +32,8 @@ type behindSample struct {
 	jobs []int64
 }
 
-// behindSampler samples the jobs behind every 50 ms until stopped.
+// behindSampler samples the jobs behind at once and then every 50 ms
+// until stopped.
 type behindSampler struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -42,29 +45,25 @@ type behindSampler struct {
 func (s *seqRun) startBehindSampler() *behindSampler {
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &behindSampler{cancel: cancel}
-	b.wg.Go(func() {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			qctx, qcancel := context.WithTimeout(ctx, 2*time.Second)
-			var x behindSample
-			err := s.c.db.Pool.QueryRow(qctx, `
-				SELECT now(), coalesce(array_agg(job_id), '{}') FROM job_schedules
-				 WHERE enabled AND next_run_at <= now() - interval '1 second'`).Scan(&x.at, &x.jobs)
-			qcancel()
-			if err == nil {
-				b.mu.Lock()
-				b.samples = append(b.samples, x)
-				b.mu.Unlock()
-			}
-		}
-	})
+	b.wg.Go(func() { loop.Every(ctx, 50*time.Millisecond, nil, func() { b.sample(ctx, s) }) })
 	return b
+}
+
+// sample adds one sample, unless the query fails (the suite is stopping,
+// or the database is down: the gap in the samples says so).
+func (b *behindSampler) sample(ctx context.Context, s *seqRun) {
+	qctx, qcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer qcancel()
+	var x behindSample
+	err := s.c.db.Pool.QueryRow(qctx, `
+		SELECT now(), coalesce(array_agg(job_id), '{}') FROM job_schedules
+		 WHERE enabled AND next_run_at <= now() - interval '1 second'`).Scan(&x.at, &x.jobs)
+	if err != nil {
+		return
+	}
+	b.mu.Lock()
+	b.samples = append(b.samples, x)
+	b.mu.Unlock()
 }
 
 func (b *behindSampler) stop() {

@@ -1,6 +1,6 @@
 // Package loop is the periodic loop of Chronos's background work: the
 // leader's materializer, reaper, pruner, queue stats and planner
-// statistics, and the bench's samplers.
+// statistics, and the samplers of the bench and of the fault suite.
 package loop
 
 import (
