@@ -280,11 +280,7 @@ func (in *instance) signalAndWait(t testing.TB, sig syscall.Signal, within time.
 	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		t.Fatalf("instance %s: signal %v: %v", in.id, sig, err)
 	}
-	select {
-	case <-exited:
-	case <-time.After(within):
-		_ = cmd.Process.Kill()
-		<-exited
+	if !awaitExit(exited, within, func() { _ = cmd.Process.Kill() }) {
 		t.Errorf("instance %s did not exit within %s of %v; killed", in.id, within, sig)
 	}
 	in.mu.Lock()
@@ -307,12 +303,7 @@ func (in *instance) stopQuietly() {
 		return
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(15 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
-	}
+	awaitExit(exited, 15*time.Second, func() { _ = cmd.Process.Kill() })
 }
 
 // readyz is what the suite reads of GET /readyz.

@@ -105,12 +105,7 @@ default_pool_size = 20
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM) // SIGTERM: immediate shutdown
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		awaitExit(exited, 5*time.Second, func() { _ = cmd.Process.Kill() })
 	})
 	pu := *u
 	pu.Host = net.JoinHostPort("127.0.0.1", strconv.Itoa(listen))

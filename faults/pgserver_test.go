@@ -249,16 +249,12 @@ func (s *pgServer) stop() {
 		return
 	}
 	_ = cmd.Process.Signal(syscall.SIGQUIT) // immediate shutdown: the postmaster ends its children
-	select {
-	case <-exited:
-	case <-time.After(15 * time.Second):
-		pid := cmd.Process.Pid
-		for _, k := range childrenOf(pid) {
+	awaitExit(exited, 15*time.Second, func() {
+		for _, k := range childrenOf(cmd.Process.Pid) {
 			_ = syscall.Kill(k, syscall.SIGKILL)
 		}
 		_ = cmd.Process.Kill()
-		<-exited
-	}
+	})
 }
 
 // postmasterPID reads the postmaster's pid from the first line of
