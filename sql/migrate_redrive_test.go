@@ -61,19 +61,7 @@ func TestMigrationKeepsOneActiveRedrive(t *testing.T) {
 	if err := sql.MigrateFSForTest(ctx, dsn, upTo(files, 7), sql.MigrateOptions{Log: slog.New(&log)}); err != nil {
 		t.Fatalf("migration 007 over duplicate active redrives: %v", err)
 	}
-	status := map[int64]string{}
-	rows, _ := conn.Query(ctx, `SELECT id, status FROM job_runs`)
-	for rows.Next() {
-		var id int64
-		var s string
-		if err := rows.Scan(&id, &s); err != nil {
-			t.Fatal(err)
-		}
-		status[id] = s
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	status := sqltest.Map[int64, string](t, ctx, conn, `SELECT id, status FROM job_runs`)
 	want := map[int64]string{
 		a: "dead", aPending1: "", aLeased: "leased", aPending2: "", aDone: "succeeded",
 		b: "dead", bPending: "", bLeased: "dead", bRunning: "running",

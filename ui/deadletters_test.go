@@ -12,6 +12,7 @@ import (
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // addDeadRuns inserts n dead runs of a job with the given trigger, created
@@ -113,21 +114,7 @@ func TestRedriveFromTheDeadLetters(t *testing.T) {
 	dead := addDeadRuns(t, e.in.DB, j.ID, 1003, chronos.TriggerSchedule, "1 day")
 	ctx := context.Background()
 	redrives := func() map[int64]int {
-		rows, err := e.in.DB.Pool.Query(ctx, `SELECT redrive_of, count(*) FROM job_runs WHERE redrive_of IS NOT NULL GROUP BY 1`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		out := map[int64]int{}
-		for rows.Next() {
-			var of int64
-			var n int
-			if err := rows.Scan(&of, &n); err != nil {
-				t.Fatal(err)
-			}
-			out[of] = n
-		}
-		return out
+		return sqltest.Map[int64, int](t, ctx, e.in.DB.Pool, `SELECT redrive_of, count(*) FROM job_runs WHERE redrive_of IS NOT NULL GROUP BY 1`)
 	}
 
 	// Redrive two selected runs: the list comes back saying so, and shows
