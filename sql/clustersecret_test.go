@@ -20,11 +20,7 @@ func TestClusterSecretIsCreatedOnceAndShared(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		// One pool each, as separate instances would have.
-		db, err := sql.Open(ctx, dsn, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(db.Close)
+		db := sqltest.Open(t, dsn, "")
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -40,11 +36,7 @@ func TestClusterSecretIsCreatedOnceAndShared(t *testing.T) {
 			t.Fatalf("caller %d got %x, caller 0 %x: want one %d-byte secret", i, got[i], got[0], sql.ClusterSecretBytes)
 		}
 	}
-	db, err := sql.Open(ctx, dsn, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
+	db := sqltest.Open(t, dsn, "")
 	again, err := db.ClusterSecret(ctx, "console-session")
 	if err != nil || !bytes.Equal(again, got[0]) {
 		t.Fatalf("a later call: %x, %v; want the stored %x", again, err, got[0])

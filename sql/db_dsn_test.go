@@ -24,11 +24,7 @@ func TestPoolSettingsInDSN(t *testing.T) {
 	if err := c.Close(ctx); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	db, err := sql.Open(ctx, dsn, "dsn-test")
-	if err != nil {
-		t.Fatalf("open: %v", err)
-	}
-	defer db.Close()
+	db := sqltest.Open(t, dsn, "dsn-test")
 	if got := db.Pool.Config().MaxConns; got != 3 {
 		t.Fatalf("MaxConns = %d, want 3", got)
 	}

@@ -31,12 +31,7 @@ func parallelDB(t *testing.T) (*sql.DB, context.Context) {
 func parallelOpen(t *testing.T, instance string) (*sql.DB, context.Context, string) {
 	t.Helper()
 	ctx, dsn := parallelURL(t, sqltest.NewURL)
-	db, err := sql.Open(ctx, dsn, instance)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	return db, ctx, dsn
+	return sqltest.Open(t, dsn, instance), ctx, dsn
 }
 
 // parallelURL marks t parallel and returns its context and the DSN of a

@@ -106,11 +106,7 @@ func TestFollowerKeepsAnAllowedLeader(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dsn := sqltest.NewURL(t)
-			db, err := sql.Open(t.Context(), dsn, "observer")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := sqltest.Open(t, dsn, "observer")
 			if tc.register {
 				if _, err := db.RegisterInstance(t.Context(), "chronos-allowed", "v-old"); err != nil {
 					t.Fatal(err)

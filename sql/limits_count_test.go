@@ -195,11 +195,7 @@ func TestLimitUpgradeKeepsRunsInFlight(t *testing.T) {
 	if err := sql.MigrateFSForTest(ctx, dsn, upTo(files, 27), quiet); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open(ctx, dsn, "upgrade-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := sqltest.Open(t, dsn, "upgrade-test")
 	putLimit(t, db, "k", ptr(2), nil, nil)
 	// The job by hand: this binary's create writes columns of later
 	// migrations (job_schedules.materialize_at, 031).
@@ -277,11 +273,7 @@ func TestDeliveryBeforeLimits(t *testing.T) {
 	if err := sql.MigrateFSForTest(ctx, dsn, upTo(files, 21), sql.MigrateOptions{Log: slog.New(slog.DiscardHandler)}); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open(ctx, dsn, "before-limits-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := sqltest.Open(t, dsn, "before-limits-test")
 	if _, err := db.Pool.Exec(ctx, `
 		WITH j AS (INSERT INTO jobs (name, cron_expr, target_url) VALUES ('j', '0 0 1 1 *', 'http://x') RETURNING id)
 		INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at) SELECT id, now(), 'manual', now() FROM j`); err != nil {

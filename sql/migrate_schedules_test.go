@@ -120,11 +120,7 @@ func TestMigrationFillsJobSchedules(t *testing.T) {
 	if err := sql.Migrate(ctx, dsn); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open(ctx, dsn, "upgrade-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := sqltest.Open(t, dsn, "upgrade-test")
 	for range 2 {
 		if _, err := db.Materialize(ctx, now, 2*time.Second, 100); err != nil {
 			t.Fatal(err)

@@ -77,11 +77,7 @@ func TestPartitionMigration(t *testing.T) {
 	t.Logf("%d runs, %d attempts loaded in %v", runs0, attempts0, time.Since(start).Round(time.Millisecond))
 
 	// The workload: a worker and a client, each statement timed.
-	db, err := sql.Open(ctx, dsn, "migration-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := sqltest.Open(t, dsn, "migration-test")
 	var (
 		mu       sync.Mutex
 		longest  time.Duration

@@ -128,11 +128,7 @@ func TestMigrationLocksRunsInFlight(t *testing.T) {
 	if err := sql.MigrateTo(ctx, dsn, 13); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open(ctx, dsn, "upgrade")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := sqltest.Open(t, dsn, "upgrade")
 	var jobID int64
 	if err := db.Pool.QueryRow(ctx, `
 		INSERT INTO jobs (name, cron_expr, target_url, overlap) VALUES ('upgraded', '0 0 1 1 *', 'http://127.0.0.1:9/', 'queue_one')

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos/sql"
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // maxConns caps a test pool: the tests of every package share one server,
@@ -17,14 +18,7 @@ const maxConns = "pool_max_conns=8"
 // eight connections (unless dsn sets pool_max_conns), closed at cleanup.
 func OpenDB(t testing.TB, dsn, instance string) *sql.DB {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	db, err := sql.Open(ctx, limitPool(dsn), instance)
-	if err != nil {
-		t.Fatalf("open database: %v", err)
-	}
-	t.Cleanup(db.Close)
-	return db
+	return sqltest.Open(t, limitPool(dsn), instance)
 }
 
 func limitPool(dsn string) string {
@@ -43,13 +37,9 @@ func limitPool(dsn string) string {
 // a resignation notice then does not pay for a connect.
 func OpenWarmDB(t testing.TB, dsn, app string) *sql.DB {
 	t.Helper()
+	db := sqltest.Open(t, dsn, app)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := sql.Open(ctx, dsn, app)
-	if err != nil {
-		t.Fatalf("open %s: %v", app, err)
-	}
-	t.Cleanup(db.Close)
 	if err := db.Ping(ctx); err != nil {
 		t.Fatalf("ping %s: %v", app, err)
 	}

@@ -70,14 +70,21 @@ var (
 // dropped at cleanup.
 func New(t testing.TB) *sql.DB {
 	t.Helper()
-	dsn := NewURL(t)
+	return Open(t, NewURL(t), "sqltest") // closed before the drop: its cleanup is registered after it
+}
+
+// Open opens a pool on dsn whose sessions are named instance, closed at
+// cleanup: a test's own pool on a database it made (NewURL, NewEmptyURL
+// once migrated), as an instance of its own would have.
+func Open(t testing.TB, dsn, instance string) *sql.DB {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := sql.Open(ctx, dsn, "sqltest")
+	db, err := sql.Open(ctx, dsn, instance)
 	if err != nil {
-		t.Fatalf("sqltest: open test database: %v", err)
+		t.Fatalf("sqltest: open %q: %v", instance, err)
 	}
-	t.Cleanup(db.Close) // registered after the drop, so it runs first
+	t.Cleanup(db.Close)
 	return db
 }
 
