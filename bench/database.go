@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chronoshq/chronos/internal/pgdsn"
 )
 
 // createDB creates an empty database on the server of admin and returns
@@ -29,7 +31,7 @@ func createDB(ctx context.Context, admin string) (name, dsn string, err error) {
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		return "", "", fmt.Errorf("create database %s: %w", name, err)
 	}
-	dsn, err = withDatabase(admin, name)
+	dsn, err = pgdsn.WithDatabase(admin, name)
 	if err != nil {
 		_ = dropDB(admin, name)
 		return "", "", err
@@ -48,19 +50,6 @@ func dropDB(admin, name string) error {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	return err
-}
-
-// withDatabase returns dsn (URL or keyword/value form) pointing at db.
-func withDatabase(dsn, db string) (string, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "", fmt.Errorf("parse %s: %w", redactDSN(dsn), err)
-		}
-		u.Path = "/" + db
-		return u.String(), nil
-	}
-	return dsn + " dbname=" + db, nil
 }
 
 // withParam adds a run-time parameter to dsn (URL or keyword/value form).
@@ -96,16 +85,4 @@ func dsnHostPort(dsn string) (string, error) {
 		return "", errNoTCP
 	}
 	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), nil
-}
-
-// viaProxy rewrites dsn to connect to addr instead.
-func viaProxy(dsn, addr string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		if u, err := url.Parse(dsn); err == nil {
-			u.Host = addr
-			return u.String()
-		}
-	}
-	host, port, _ := net.SplitHostPort(addr)
-	return dsn + " host=" + host + " port=" + port
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chronoshq/chronos/internal/pgdsn"
 	"github.com/chronoshq/chronos/reactor"
 )
 
@@ -31,7 +32,7 @@ func runIdle(ctx context.Context, e *env, f Config) (*result, error) {
 			return nil, err
 		}
 		defer proxy.close()
-		instanceDSN = viaProxy(e.dsn, proxy.addr())
+		instanceDSN = pgdsn.WithHost(e.dsn, proxy.addr())
 	} else {
 		res.note("no statement breakdown: %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/chronoshq/chronos/internal/pgdsn"
 )
 
 // instance is one chronos instance the bench started.
@@ -35,7 +37,7 @@ func (e *env) startInstances(ctx context.Context, n int, opts instanceOpts) erro
 		if e.proxy, err = startCountingProxy(hostPort); err != nil {
 			return err
 		}
-		dsn = viaProxy(e.dsn, e.proxy.addr())
+		dsn = pgdsn.WithHost(e.dsn, e.proxy.addr())
 	}
 	for i := range n {
 		name := fmt.Sprintf("bench-%d", i+1)

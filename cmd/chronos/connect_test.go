@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronoshq/chronos/internal/pgdsn"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
@@ -18,7 +19,7 @@ func TestConnectFailsFastOnPermanentErrors(t *testing.T) {
 	if base == "" {
 		t.Fatal("TEST_DATABASE_URL is not set (make test sets it)")
 	}
-	noDB, err := sqltest.WithDatabase(base, "chronos_no_such_database")
+	noDB, err := pgdsn.WithDatabase(base, "chronos_no_such_database")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,13 +3,14 @@ package sqltest
 import (
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/chronoshq/chronos/internal/pgdsn"
 )
 
 // Proxy is a TCP proxy for tests that sits between a client (a chronos
@@ -125,16 +126,7 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // URL rewrites dsn (URL or keyword/value form) to connect through the
 // proxy; everything else in it is kept.
 func (p *Proxy) URL(dsn string) string {
-	host, port, _ := net.SplitHostPort(p.Addr())
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err == nil {
-			u.Host = p.Addr()
-			return u.String()
-		}
-	}
-	// keyword/value form: a later keyword overrides an earlier one.
-	return dsn + " host=" + host + " port=" + port
+	return pgdsn.WithHost(dsn, p.Addr())
 }
 
 // Cut closes every open connection and refuses new ones until Accept or

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/pgdsn"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -197,27 +198,11 @@ func create(t testing.TB, migrated bool) string {
 			t.Errorf("sqltest: drop test database %s: %v", name, err)
 		}
 	})
-	dsn, err := WithDatabase(base, name)
+	dsn, err := pgdsn.WithDatabase(base, name)
 	if err != nil {
 		t.Fatalf("sqltest: %v", err)
 	}
 	return dsn
-}
-
-// WithDatabase returns dsn (URL or keyword/value form) pointed at another
-// database on the same server.
-func WithDatabase(dsn, database string) (string, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "", fmt.Errorf("parse %s: %w", EnvVar, err)
-		}
-		u.Path = "/" + database
-		u.RawPath = ""
-		return u.String(), nil
-	}
-	// keyword/value form: a later keyword overrides an earlier one.
-	return dsn + " dbname=" + database, nil
 }
 
 // templateGone reports a CREATE DATABASE whose template does not exist
@@ -275,7 +260,7 @@ func build(ctx context.Context, admin *pgx.Conn, base, name string) error {
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+ident(tmp)); err != nil {
 		return fmt.Errorf("create template: %w", err)
 	}
-	dsn, err := WithDatabase(base, tmp)
+	dsn, err := pgdsn.WithDatabase(base, tmp)
 	if err != nil {
 		return err
 	}
