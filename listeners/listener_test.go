@@ -100,20 +100,6 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-// terminate kills the listener's backend, found by its application_name.
-func terminate(t *testing.T, db *sql.DB, appName string) {
-	t.Helper()
-	var n int
-	err := db.Pool.QueryRow(ctxT(t),
-		`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1`, appName).Scan(&n)
-	if err != nil {
-		t.Fatalf("terminate %s: %v", appName, err)
-	}
-	if n != 1 {
-		t.Fatalf("terminated %d backends named %s, want exactly 1 (one LISTEN connection per instance)", n, appName)
-	}
-}
-
 func TestListenerPublishesNotifications(t *testing.T) {
 	t.Parallel()
 	h := start(t, "l-events")
@@ -231,7 +217,7 @@ func TestListenerReconnects(t *testing.T) {
 	h.next(chronos.EventResync, 20*time.Second)
 
 	for i := range 3 {
-		terminate(t, h.db, "l-reconnect-listener")
+		sqltest.Terminate(t, h.db, "l-reconnect-listener") // one LISTEN connection per instance
 		killed := time.Now()
 		down := h.next(chronos.EventListenerDown, 20*time.Second, chronos.EventResync)
 		if down.Instance != "l-reconnect" || down.Error == "" {

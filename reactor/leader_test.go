@@ -222,20 +222,6 @@ func ltBackends(t *testing.T, db *sql.DB, name string) int {
 	return n
 }
 
-// ltKill terminates the server sessions named name.
-func ltKill(t *testing.T, db *sql.DB, name string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var n int
-	if err := db.Pool.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1", name).Scan(&n); err != nil {
-		t.Fatalf("terminate %s: %v", name, err)
-	}
-	if n != 1 {
-		t.Fatalf("terminated %d sessions named %s, want 1", n, name)
-	}
-}
-
 func TestLeaderStepsDownWhenConnectionDies(t *testing.T) {
 	t.Parallel()
 	dsn, db := ltDB(t)
@@ -244,7 +230,7 @@ func TestLeaderStepsDownWhenConnectionDies(t *testing.T) {
 	defer sub.Close()
 	ltWaitFor(t, 20*time.Second, "a to lead", a.IsLeader)
 	<-sub.C() // Leader: true
-	ltKill(t, db, "die-a")
+	sqltest.Terminate(t, db, "die-a")
 	killed := time.Now()
 	select {
 	case e := <-sub.C():
@@ -277,7 +263,7 @@ func TestLeaderFollowerReconnects(t *testing.T) {
 	ltWaitFor(t, 20*time.Second, "a to lead", a.IsLeader)
 	b := ltStart(t, dsn, db, "fr-b", 20*time.Millisecond, nil)
 	ltWaitFor(t, 20*time.Second, "b to connect", func() bool { return ltBackends(t, db, "fr-b") == 1 })
-	ltKill(t, db, "fr-b")
+	sqltest.Terminate(t, db, "fr-b")
 	ltWaitFor(t, 20*time.Second, "b to reconnect", func() bool { return ltBackends(t, db, "fr-b") == 1 })
 	a.stop(t)
 	ltWaitFor(t, 20*time.Second, "b to lead", b.IsLeader)

@@ -1,13 +1,13 @@
 package tests
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/reactor/reactortest"
+	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Ticket 19: listener reconnect. Runs created while the listener's
@@ -44,15 +44,7 @@ func TestTicket19ListenerReconnectResyncs(t *testing.T) {
 		}
 	}
 
-	var killed int
-	if err := admin.Pool.QueryRow(context.Background(),
-		`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		  WHERE datname = current_database() AND application_name = $1`, b.Name+"-listener").Scan(&killed); err != nil {
-		t.Fatal(err)
-	}
-	if killed != 1 {
-		t.Fatalf("terminated %d listener backends, want 1", killed)
-	}
+	sqltest.Terminate(t, admin, b.Name+"-listener")
 	next(chronos.EventListenerDown)
 	// The listener waits ReconnectDelay before reconnecting: these runs'
 	// NOTIFYs go nowhere.
