@@ -559,11 +559,7 @@ func (s *seqRun) checkOverlap(d *checkData, j *mjob) {
 func (j *mjob) statesBetween(a, b time.Time) []jobState {
 	var out []jobState
 	for i, v := range j.versions {
-		end := time.Time{}
-		if i+1 < len(j.versions) {
-			end = j.versions[i+1].recv.Add(modelTol)
-		}
-		if v.sent.Add(-modelTol).Before(b) && (end.IsZero() || end.After(a)) {
+		if start, end := j.inForce(i); start.Before(b) && (end.IsZero() || end.After(a)) {
 			out = append(out, v.st)
 		}
 	}

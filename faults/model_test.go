@@ -232,15 +232,22 @@ func (j *mjob) at(x time.Time) (v version, ok bool) {
 func (j *mjob) near(x time.Time) []jobState {
 	var out []jobState
 	for i, v := range j.versions {
-		end := time.Time{}
-		if i+1 < len(j.versions) {
-			end = j.versions[i+1].recv.Add(modelTol)
-		}
-		if !x.Before(v.sent.Add(-modelTol)) && (end.IsZero() || x.Before(end)) {
+		if start, end := j.inForce(i); !x.Before(start) && (end.IsZero() || x.Before(end)) {
 			out = append(out, v.st)
 		}
 	}
 	return out
+}
+
+// inForce is when version i may have been in effect: from its sending to
+// the next version's receipt, each widened by modelTol; end is zero for
+// the last version, in effect still.
+func (j *mjob) inForce(i int) (start, end time.Time) {
+	start = j.versions[i].sent.Add(-modelTol)
+	if i+1 < len(j.versions) {
+		end = j.versions[i+1].recv.Add(modelTol)
+	}
+	return start, end
 }
 
 // stopRec is one instance the model killed or stopped.
