@@ -98,6 +98,7 @@ func defaultCrashConfig() crashConfig {
 //	go test ./faults/ -run TestCrash -count=5 -v                        # serve's default (off): the proof
 //	go test ./faults/ -run TestCrash -v -args -crash.sync=on            # the reactor on the synchronous pool
 func TestCrash(t *testing.T) {
+	t.Parallel() // on a Postgres cluster of its own; see TestFaults
 	mode := *crashSyncCommit
 	if mode != "on" && mode != "off" {
 		t.Fatalf("-crash.sync=%q: must be on or off", mode)
