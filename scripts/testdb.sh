@@ -7,20 +7,24 @@
 #
 # Where the server comes from, in order (CHRONOS_TESTDB picks one):
 #   1. TEST_DATABASE_URL, when set: used as it is.
-#   2. server: a server on 127.0.0.1:5432, as user postgres, then root
+#   2. local:  a throwaway cluster from the local initdb/pg_ctl (PATH or
+#      /usr/lib/postgresql/*/bin), in a temp dir, on a free port, trust
+#      auth, fsync off, 300 connections, stopped and removed when the
+#      command ends. initdb refuses to run as root, so as root the cluster
+#      runs as user postgres (created if missing).
+#   3. server: a server on 127.0.0.1:5432, as user postgres, then root
 #      (database postgres, no password); then compose.yaml's Postgres, as
 #      chronos/chronos on 127.0.0.1:5433 (compose publishes it there so it
 #      never clashes with a server on 5432).
-#   3. local:  a throwaway cluster from the local initdb/pg_ctl (PATH or
-#      /usr/lib/postgresql/*/bin), in a temp dir, on a free port, trust
-#      auth, stopped and removed when the command ends. initdb refuses to
-#      run as root, so as root the cluster runs as user postgres (created
-#      if missing).
 #   4. docker: `docker compose up -d postgres` (left running afterwards).
 # CHRONOS_TESTDB=auto (default) tries 2, 3, 4 in turn; server, local or
-# docker tries only that one, e.g. CHRONOS_TESTDB=local to test path 3 on a
-# machine that has a server on 5432. The shared server is only ever read
-# from: never stopped or reconfigured.
+# docker tries only that one, e.g. CHRONOS_TESTDB=server to test against
+# the server on 5432. A throwaway cluster comes first because the test
+# run is the only thing on it: `make test` opens a couple of hundred
+# connections at its peak (a shared server's default max_connections is
+# 100, and other clients' load slows timing-bound tests), and nothing is
+# left behind. A shared server is only ever read from: never stopped or
+# reconfigured.
 set -euo pipefail
 
 log() { echo "testdb: $*" >&2; }
@@ -187,7 +191,7 @@ else
 	server) try_server || die "no usable server on 127.0.0.1:5432 (or compose's on 5433)" ;;
 	local) try_local || die "could not start a throwaway cluster" ;;
 	docker) try_docker || die "could not start postgres with docker compose" ;;
-	auto) try_server || try_local || try_docker ||
+	auto) try_local || try_server || try_docker ||
 		die "no Postgres: start one on 127.0.0.1:5432 (trust auth), install postgresql for a throwaway cluster, or set TEST_DATABASE_URL" ;;
 	esac
 fi
