@@ -95,10 +95,13 @@ func defaultCrashConfig() crashConfig {
 // "one" cron run delivered in that window and folded into a flagged
 // catch-up. Anything beyond fails the test.
 //
-//	go test ./faults/ -run TestCrash -count=5 -v                        # serve's default (off): the proof
-//	go test ./faults/ -run TestCrash -v -args -crash.sync=on            # the reactor on the synchronous pool
+//	CHRONOS_LONG_TESTS=1 go test ./faults/ -run TestCrash -count=5 -v              # serve's default (off): the proof
+//	CHRONOS_LONG_TESTS=1 go test ./faults/ -run TestCrash -v -args -crash.sync=on  # the reactor on the synchronous pool
 func TestCrash(t *testing.T) {
-	t.Parallel() // on a Postgres cluster of its own; see TestFaults
+	// A long run (a Postgres cluster of its own, killed twice under a
+	// burst; a minute on a quiet machine, the heaviest fault test): CI
+	// runs it, a plain make test does not.
+	skipUnlessLong(t)
 	mode := *crashSyncCommit
 	if mode != "on" && mode != "off" {
 		t.Fatalf("-crash.sync=%q: must be on or off", mode)

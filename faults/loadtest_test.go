@@ -21,7 +21,6 @@ import (
 // every acknowledged write must be readable afterwards, from the other
 // instance.
 func TestAPILoad(t *testing.T) {
-	t.Parallel() // beside the other fault tests: see TestFaults
 	cfg := defaultClusterConfig()
 	cfg.instances = 2
 	c := newCluster(t, cfg)

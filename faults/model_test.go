@@ -310,7 +310,6 @@ func (m *modelTotals) add(s *seqRun) {
 // three-instance cluster per sequence, ends each with a cluster-wide
 // SIGTERM stop and restart, drains, and checks the invariants.
 func TestModel(t *testing.T) {
-	t.Parallel() // beside the other fault tests: see TestFaults
 	seed := *modelSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())

@@ -51,7 +51,6 @@ func (c *cluster) addInstance(t testing.TB, id string, env []string) *instance {
 // not lead, nothing acknowledged is lost and no occurrence goes missing.
 // Trigger-to-delivery latency through the pooler and direct is reported.
 func TestPgBouncerTransactionMode(t *testing.T) {
-	t.Parallel() // beside the other fault tests: see TestFaults
 	begin := time.Now()
 	dsn := sqltest.NewURL(t)
 	pooled := startPgbouncer(t, dsn)
