@@ -127,13 +127,20 @@ func TestMovedOneShotClaimedAheadFiresOnce(t *testing.T) {
 		mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	})
-	in := startReactor(t, dsn, Config{ClaimAhead: 8 * time.Second, Lookahead: 10 * time.Second})
-	first := time.Now().Add(6 * time.Second).UTC()
+	// The move must land while the run waits for its instant: 10 s ahead
+	// leaves a loaded machine time to materialize, claim and edit (at 6 s
+	// a make test under load moved it after the instant, when the run had
+	// started and rightly went out at the first time).
+	in := startReactor(t, dsn, Config{ClaimAhead: 12 * time.Second, Lookahead: 15 * time.Second})
+	first := time.Now().Add(10 * time.Second).UTC()
 	j := reactortest.CreateJob(t, in.db, &chronos.Job{Name: "moved-ahead", RunAt: &first, TargetURL: tg.URL, Enabled: true})
 	waitLeased(t, in, j.ID)
 	second := first.Add(time.Second)
 	if _, err := in.db.UpdateJob(t.Context(), j.ID, &chronos.JobUpdate{RunAt: chronos.Some(second)}); err != nil {
 		t.Fatal(err)
+	}
+	if moved := time.Now(); !moved.Before(first) {
+		t.Fatalf("the move was answered at %s, after the run's instant %s: the machine is too slow for this test to say anything", moved, first)
 	}
 	reactortest.Eventually(t, 30*time.Second, "the moved one-shot delivered", func() bool {
 		mu.Lock()
