@@ -329,6 +329,28 @@ const undoAttemptSet = `status = 'pending', attempt_count = attempt_count - 1,
 			       leased_by = NULL, leased_until = NULL,
 			       started_at = CASE WHEN attempt_count = 1 THEN NULL ELSE started_at END`
 
+// handBackSQL is the statement that hands the run of a lease back to
+// pending with its attempt undone (Release, Defer, Postpone): fenced on
+// the lease ($1 to $4, see fence), undoAttemptSet and then set (more SET
+// items, each with a leading comma, or none), on the rows that also meet
+// where (more conditions, each with a leading AND, or none); the
+// attempt's run_attempts row is deleted in the same statement. It selects
+// sel from freed (the run's id and available_at, or none: the lease is
+// gone).
+func handBackSQL(set, where, sel string) string {
+	return `
+		WITH freed AS (
+			UPDATE job_runs
+			   SET ` + undoAttemptSet + set + `
+			 WHERE ` + fence + where + `
+			RETURNING id, available_at
+		), forgotten AS (
+			DELETE FROM run_attempts a USING freed
+			 WHERE a.run_id = freed.id AND a.attempt = $3
+		)
+		SELECT ` + sel + ` FROM freed`
+}
+
 // Release hands a leased or running run back to pending without counting
 // the attempt (graceful shutdown). ErrLeaseLost when the lease is gone.
 //
@@ -340,16 +362,6 @@ const undoAttemptSet = `status = 'pending', attempt_count = attempt_count - 1,
 // wire may be released: one that was sent is a counted attempt.
 func (db *DB) Release(ctx context.Context, l Lease) error {
 	var n int64
-	err := db.Pool.QueryRow(ctx, `
-		WITH freed AS (
-			UPDATE job_runs
-			   SET `+undoAttemptSet+`
-			 WHERE `+fence+`
-			RETURNING id
-		), forgotten AS (
-			DELETE FROM run_attempts a USING freed
-			 WHERE a.run_id = freed.id AND a.attempt = $3
-		)
-		SELECT count(*) FROM freed`, fenceArgs(l)...).Scan(&n)
+	err := db.Pool.QueryRow(ctx, handBackSQL("", "", "count(*)"), fenceArgs(l)...).Scan(&n)
 	return fenced(l, n, err, "release run", "release run %d attempt %d")
 }

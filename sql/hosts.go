@@ -204,19 +204,10 @@ func (db *DB) Defer(ctx context.Context, d Deferral) (DeferResult, error) {
 		  FROM hosts WHERE origin = $1 FOR UPDATE`, d.Origin).Scan(&prevDeferred, &prevHeld, &forever); err != nil {
 		return res, mapErr(err, "defer run")
 	}
-	err = tx.QueryRow(ctx, `
-		WITH freed AS (
-			UPDATE job_runs
-			   SET `+undoAttemptSet+`,
+	err = tx.QueryRow(ctx, handBackSQL(`,
 			       available_at = now() + $5::bigint * interval '1 microsecond',
-			       deferrals = deferrals + 1, last_status_code = $6, last_error = $7
-			 WHERE `+fence+` AND deferrals < $8
-			RETURNING id, available_at
-		), forgotten AS (
-			DELETE FROM run_attempts a USING freed
-			 WHERE a.run_id = freed.id AND a.attempt = $3
-		)
-		SELECT available_at FROM freed`,
+			       deferrals = deferrals + 1, last_status_code = $6, last_error = $7`,
+		" AND deferrals < $8", "available_at"),
 		fenceArgs(d.Lease, micros(max(d.Delay, 0)), nonZero(int32(d.StatusCode)), nonEmpty(storable(d.Error, maxErrorBytes)),
 			d.MaxDeferrals)...).Scan(&res.Until)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -50,18 +50,9 @@ func (db *DB) Postpone(ctx context.Context, p Postponement) (PostponeResult, err
 		return res, mapErr(err, "postpone run")
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	err = tx.QueryRow(ctx, `
-		WITH freed AS (
-			UPDATE job_runs
-			   SET `+undoAttemptSet+`,
-			       available_at = greatest(available_at, now() + $5::bigint * interval '1 microsecond')
-			 WHERE `+fence+`
-			RETURNING id, available_at
-		), forgotten AS (
-			DELETE FROM run_attempts a USING freed
-			 WHERE a.run_id = freed.id AND a.attempt = $3
-		)
-		SELECT available_at FROM freed`, fenceArgs(p.Lease, micros(max(p.Delay, 0)))...).Scan(&res.Until)
+	err = tx.QueryRow(ctx, handBackSQL(`,
+			       available_at = greatest(available_at, now() + $5::bigint * interval '1 microsecond')`, "", "available_at"),
+		fenceArgs(p.Lease, micros(max(p.Delay, 0)))...).Scan(&res.Until)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, fmt.Errorf("postpone run %d attempt %d: %w", p.RunID, p.Attempt, ErrLeaseLost)
 	}
