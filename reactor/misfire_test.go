@@ -1,7 +1,6 @@
 package reactor
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -26,19 +25,7 @@ func TestMisfireAllInOrderAtTheTarget(t *testing.T) {
 	// restart comes 5 s after the last of them was due, so the job is
 	// behind its schedule then: a gap.
 	const lookahead = 10 * time.Second
-	first := startLeader(t, dsn, Config{Lookahead: lookahead})
-	expr := "* * * * * *"
-	j := createJob(t, first.db, &chronos.Job{CronExpr: &expr, TargetURL: rec.URL, Misfire: chronos.MisfireAll})
-	eventually(t, 10*time.Second, "two deliveries", func() bool { return len(rec.deliveries()) >= 2 })
-	if err := first.stop(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := dbNow(t, first.db)
-	var ahead int
-	if err := first.db.Pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM job_runs WHERE job_id = $1 AND status = 'pending'", j.ID).Scan(&ahead); err != nil {
-		t.Fatal(err)
-	}
+	first, stopped, ahead := stopEverySecond(t, dsn, Config{Lookahead: lookahead}, rec, chronos.MisfireAll)
 	// Left pending by the stop, whether their instant came before it
 	// ended (a stop on a loaded machine may outlast the lookahead) or not.
 	if ahead == 0 {

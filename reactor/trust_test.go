@@ -176,6 +176,29 @@ func TestExclusiveOverlapAtTheTarget(t *testing.T) {
 	}
 }
 
+// stopEverySecond starts a leader on dsn with cfg, creates an
+// every-second job with the misfire policy misfire ("" for the default)
+// delivering to rec, and stops the leader after two deliveries. It
+// returns the leader, the database's time at the stop and how many of
+// the job's runs the stop left pending (created ahead).
+func stopEverySecond(t *testing.T, dsn string, cfg Config, rec *recorder, misfire chronos.MisfirePolicy) (*instance, time.Time, int) {
+	t.Helper()
+	first := startLeader(t, dsn, cfg)
+	expr := "* * * * * *"
+	j := createJob(t, first.db, &chronos.Job{CronExpr: &expr, TargetURL: rec.URL, Misfire: misfire})
+	eventually(t, 10*time.Second, "two deliveries", func() bool { return len(rec.deliveries()) >= 2 })
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := dbNow(t, first.db)
+	var pending int
+	if err := first.db.Pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM job_runs WHERE job_id = $1 AND status = 'pending'", j.ID).Scan(&pending); err != nil {
+		t.Fatal(err)
+	}
+	return first, stopped, pending
+}
+
 // After every instance stopped for longer than the lookahead, the target
 // gets exactly one late request for the gap, flagged as the catch-up in
 // the recorded, and then the schedule resumes on time (issue 11.5).
@@ -183,19 +206,7 @@ func TestCatchUpAfterClusterStop(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
 	rec := newRecorder(t, 0)
-	first := startLeader(t, dsn, Config{})
-	expr := "* * * * * *"
-	createJob(t, first.db, &chronos.Job{CronExpr: &expr, TargetURL: rec.URL})
-	eventually(t, 10*time.Second, "two deliveries", func() bool { return len(rec.deliveries()) >= 2 })
-	if err := first.stop(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := dbNow(t, first.db)
-	var ahead int
-	if err := first.db.Pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM job_runs WHERE status = 'pending' AND scheduled_at > $1", stopped).Scan(&ahead); err != nil {
-		t.Fatal(err)
-	}
+	first, stopped, ahead := stopEverySecond(t, dsn, Config{}, rec, "")
 	t.Logf("%d runs created ahead when the cluster stopped", ahead)
 	waitDBTime(t, first.db, stopped.Add(6*time.Second), 30*time.Second)
 	before := len(rec.deliveries())
