@@ -22,7 +22,10 @@ func TestLeaseLostCancelsCall(t *testing.T) {
 		case <-time.After(10 * time.Second):
 		}
 	})
-	in := startReactor(t, dsn, Config{LeaseDuration: 300 * time.Millisecond, ReaperInterval: time.Hour})
+	// A lease of 3 s, renewed every second: at 300 ms a loaded machine
+	// let it expire before the worker marked the run started (the start
+	// is fenced too), and the test waited for a run never marked running.
+	in := startReactor(t, dsn, Config{LeaseDuration: 3 * time.Second, ReaperInterval: time.Hour})
 	lost := in.bus.Subscribe(16, func(e chronos.Event) bool { return e.Type == chronos.EventLeaseLost })
 	defer lost.Close()
 	job := createJob(t, in.db, &chronos.Job{TargetURL: tg.URL})
