@@ -52,19 +52,6 @@ func dropDB(admin, name string) error {
 	return err
 }
 
-// withParam adds a run-time parameter to dsn (URL or keyword/value form).
-func withParam(dsn, name, value string) string {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		if u, err := url.Parse(dsn); err == nil {
-			q := u.Query()
-			q.Set(name, value)
-			u.RawQuery = q.Encode()
-			return u.String()
-		}
-	}
-	return dsn + " " + name + "=" + value
-}
-
 // redactDSN hides a URL's password in messages.
 func redactDSN(dsn string) string {
 	if u, err := url.Parse(dsn); err == nil && u.User != nil {

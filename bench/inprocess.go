@@ -13,6 +13,7 @@ import (
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
 	chttp "github.com/chronoshq/chronos/http"
+	"github.com/chronoshq/chronos/internal/pgdsn"
 	"github.com/chronoshq/chronos/listeners"
 	"github.com/chronoshq/chronos/reactor"
 	"github.com/chronoshq/chronos/sql"
@@ -46,7 +47,7 @@ func startInProcess(ctx context.Context, b *runner, dsn, id string, opts instanc
 		// one lost in a server crash means the run is delivered again,
 		// which at-least-once delivery allows. Runs are still created
 		// (API) on a synchronous pool.
-		if rdb, err = sql.Open(ctx, withParam(dsn, "synchronous_commit", "off"), id); err != nil {
+		if rdb, err = sql.Open(ctx, pgdsn.WithParam(dsn, "synchronous_commit", "off"), id); err != nil {
 			db.Close()
 			return nil, err
 		}

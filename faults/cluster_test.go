@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/pgdsn"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -93,7 +94,7 @@ func emptyCluster(t testing.TB, cfg clusterConfig, dsn string, tg *target) *clus
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := sql.Open(ctx, sqltest.WithParam(dsn, "pool_max_conns", "4"), "faults-checker")
+	db, err := sql.Open(ctx, pgdsn.WithParam(dsn, "pool_max_conns", "4"), "faults-checker")
 	if err != nil {
 		t.Fatalf("open checker pool: %v", err)
 	}

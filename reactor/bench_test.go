@@ -12,6 +12,7 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/bus"
+	"github.com/chronoshq/chronos/internal/pgdsn"
 	"github.com/chronoshq/chronos/listeners"
 	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql"
@@ -35,7 +36,7 @@ func benchDBs(b *testing.B, asyncCommit bool) (dsn string, db, rdb *sql.DB) {
 	db = open(dsn, "bench")
 	rdb = db
 	if asyncCommit {
-		rdb = open(sqltest.WithParam(dsn, "synchronous_commit", "off"), "bench-reactor")
+		rdb = open(pgdsn.WithParam(dsn, "synchronous_commit", "off"), "bench-reactor")
 	}
 	return dsn, db, rdb
 }

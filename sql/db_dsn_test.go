@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/chronoshq/chronos/internal/pgdsn"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -12,7 +13,7 @@ import (
 // unpooled connections too: migrations and the leader connection.
 func TestPoolSettingsInDSN(t *testing.T) {
 	t.Parallel()
-	dsn := sqltest.WithParam(sqltest.NewURL(t), "pool_max_conns", "3")
+	dsn := pgdsn.WithParam(sqltest.NewURL(t), "pool_max_conns", "3")
 	ctx := context.Background()
 	if err := sql.Migrate(ctx, dsn); err != nil {
 		t.Fatalf("migrate: %v", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/chronoshq/chronos/internal/pgdsn"
 	"github.com/chronoshq/chronos/sql"
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
@@ -22,7 +23,7 @@ import (
 // pooler hands nothing on), and its results and errors are pgx's.
 func TestAsyncCommitPool(t *testing.T) {
 	t.Parallel()
-	dsn := sqltest.WithParam(sqltest.NewURL(t), "synchronous_commit", "on")
+	dsn := pgdsn.WithParam(sqltest.NewURL(t), "synchronous_commit", "on")
 	ctx := t.Context()
 	for _, pooled := range []bool{false, true} {
 		db, err := sql.OpenWith(ctx, dsn, sql.Options{Instance: "async", AsyncCommit: true, Pooled: pooled})
@@ -95,7 +96,7 @@ func TestMapArgumentsInEveryMode(t *testing.T) {
 	base := sqltest.NewURL(t)
 	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
-			db, err := sql.OpenWith(t.Context(), sqltest.WithParam(base, "default_query_exec_mode", mode), sql.Options{Instance: "modes", Pooled: true})
+			db, err := sql.OpenWith(t.Context(), pgdsn.WithParam(base, "default_query_exec_mode", mode), sql.Options{Instance: "modes", Pooled: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +127,7 @@ func BenchmarkAsyncCommit(b *testing.B) {
 			ctx := b.Context()
 			opts := sql.Options{Instance: "bench"}
 			if mode == "startup-param" {
-				dsn = sqltest.WithParam(dsn, "synchronous_commit", "off")
+				dsn = pgdsn.WithParam(dsn, "synchronous_commit", "off")
 			} else {
 				opts.AsyncCommit = true
 			}

@@ -1,7 +1,8 @@
 // Package pgdsn rewrites a Postgres connection string, in URL form
 // (postgres://...) or keyword/value form (host=... dbname=...), keeping
 // everything else in it: the one home of what the test databases
-// (sql/sqltest) and the bench's throwaway databases and proxy each did.
+// (sql/sqltest) and the bench's throwaway databases, settings and proxy
+// each did.
 package pgdsn
 
 import (
@@ -30,6 +31,22 @@ func WithDatabase(dsn, database string) (string, error) {
 	}
 	// keyword/value form: a later keyword overrides an earlier one.
 	return dsn + " dbname=" + database, nil
+}
+
+// WithParam returns dsn with the parameter name (a run-time setting such
+// as synchronous_commit, or a pool setting such as pool_max_conns) set to
+// value, replacing a value it had.
+func WithParam(dsn, name, value string) string {
+	if isURL(dsn) {
+		if u, err := url.Parse(dsn); err == nil {
+			q := u.Query()
+			q.Set(name, value)
+			u.RawQuery = q.Encode()
+			return u.String()
+		}
+	}
+	// keyword/value form: a later keyword overrides an earlier one.
+	return dsn + " " + name + "=" + value
 }
 
 // WithHost returns dsn connecting to addr (host:port) instead, such as a

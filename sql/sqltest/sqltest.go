@@ -431,16 +431,6 @@ func redact(dsn string) string {
 	return u.String()
 }
 
-// WithParam adds a query parameter (a run-time or pool setting) to a
-// URL-form dsn, such as NewURL returns.
-func WithParam(dsn, k, v string) string {
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + k + "=" + v
-}
-
 // MigrateTo is a tern migrator over Chronos' migrations on conn (to a
 // database such as NewEmptyURL gives), once it has taken the schema to
 // version: a test of one migration fills the database as the version
