@@ -127,8 +127,12 @@ func (c *cluster) startInstances(t testing.TB, dsn string, extraEnv ...string) {
 		env := append(instanceEnv(dsn, id, c.cfg), extraEnv...)
 		c.insts = append(c.insts, &instance{id: id, c: c, env: env})
 	}
-	for _, in := range c.insts {
-		in.start(t)
+	up := make([]launching, len(c.insts))
+	for i, in := range c.insts {
+		up[i] = in.launch(t)
+	}
+	for i, in := range c.insts {
+		in.awaitUp(t, up[i])
 	}
 	c.waitLeader(t, 20*time.Second)
 }

@@ -125,6 +125,22 @@ func (s *logSink) lines() []string {
 // start launches the process and waits until it serves HTTP.
 func (in *instance) start(t testing.TB) {
 	t.Helper()
+	in.awaitUp(t, in.launch(t))
+}
+
+// launching is an instance's process started and not yet known to serve:
+// its log sink (which learns the HTTP address) and the channel closed
+// when it exits.
+type launching struct {
+	sink   *logSink
+	exited chan struct{}
+}
+
+// launch starts the instance's process and returns at once: a cluster
+// launches every instance before it waits for any (awaitUp), so they
+// boot side by side.
+func (in *instance) launch(t testing.TB) launching {
+	t.Helper()
 	in.mu.Lock()
 	if in.cmd != nil {
 		in.mu.Unlock()
@@ -165,7 +181,14 @@ func (in *instance) start(t testing.TB) {
 		in.c.leaders.stop(in.id, time.Now())
 		close(exited)
 	}()
+	return launching{sink: sink, exited: exited}
+}
 
+// awaitUp waits until the launched process has an HTTP address and its
+// /healthz answers OK.
+func (in *instance) awaitUp(t testing.TB, l launching) {
+	t.Helper()
+	sink, exited := l.sink, l.exited
 	select {
 	case addr := <-sink.addr:
 		in.mu.Lock()
