@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/chronoshq/chronos/internal/instant"
 )
 
 // The invariants the model checks after a sequence, over job_runs,
@@ -365,13 +367,19 @@ func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
 			if k < len(sched) {
 				next = sched[k].Created
 			}
-			who, locked := leaderThrough(d.samples, o.Add(-modelLookahead+600*time.Millisecond), o)
+			_, locked := leaderThrough(d.samples, o.Add(-modelLookahead+600*time.Millisecond), o)
 			stalled := locked && s.behind.wasBehind(j.id, o.Add(-modelLookahead), next)
 			leading := locked && !stalled
 			if k < len(sched) && sched[k].CatchUp {
-				if leading {
-					s.violate("folded-while-leading", "job %s: occurrence %s folded into catch-up %s although %s led throughout its lookahead and kept the job ahead",
-						j.key, o.Format("15:04:05.000"), sched[k], who)
+				// The fold is a working leader's fault only when that one
+				// leader held on until the fold: a cluster stopped (or a
+				// leader lost) after the occurrence's run was created ahead
+				// and before it went out hands the run back, and the leader
+				// after the gap folds it with the rest of the gap.
+				foldWho, foldLed := leaderThrough(d.samples, o.Add(-modelLookahead+600*time.Millisecond), instant.Later(o, sched[k].Created))
+				if leading && foldLed {
+					s.violate("folded-while-leading", "job %s: occurrence %s folded into catch-up %s although %s led from its lookahead until the fold and kept the job ahead",
+						j.key, o.Format("15:04:05.000"), sched[k], foldWho)
 				} else if stalled {
 					s.stalls++
 				}

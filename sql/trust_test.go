@@ -125,15 +125,30 @@ func TestSchedulingUsesDatabaseClock(t *testing.T) {
 		t.Fatalf("next_run_at is %s after created_at, want within a second", lag)
 	}
 	// Materialize with the zero time uses the database's clock: a job due
-	// within the last second by that clock gets its run, no catch-up.
-	now := dbNow(t, db)
-	setNextRunAt(t, db, j.ID, ptr(now.Truncate(time.Second)))
-	res, err := db.Materialize(ctx, time.Time{}, 0, 10)
-	if err != nil || res.Created != 1 || len(res.CatchUps) != 0 {
-		t.Fatalf("materialize on the database clock: %+v %v", res, err)
-	}
-	if res.Now.Before(now) || res.Now.Sub(now) > time.Minute {
-		t.Fatalf("materialize used %v, the database said %v", res.Now, now)
+	// within the last second by that clock gets its run, no catch-up. A
+	// machine that stalls across the next second between the clock read
+	// and the materializer's has made that occurrence due too (a gap, by
+	// right): then again, on a fresh database.
+	for try := 1; ; try++ {
+		now := dbNow(t, db)
+		due := now.Truncate(time.Second)
+		setNextRunAt(t, db, j.ID, &due)
+		res, err := db.Materialize(ctx, time.Time{}, 0, 10)
+		if err != nil {
+			t.Fatalf("materialize on the database clock: %v", err)
+		}
+		if res.Now.Before(now) || res.Now.Sub(now) > time.Minute {
+			t.Fatalf("materialize used %v, the database said %v", res.Now, now)
+		}
+		if res.Now.Sub(due) >= time.Second && try < 5 {
+			t.Logf("try %d: the materializer read the clock at %v, past the next occurrence after %v; again", try, res.Now, due)
+			db, ctx, j = parallelJob(t, "* * * * * *")
+			continue
+		}
+		if res.Created != 1 || len(res.CatchUps) != 0 {
+			t.Fatalf("materialize on the database clock: %+v, want one run and no catch-up", res)
+		}
+		return
 	}
 }
 
