@@ -105,9 +105,12 @@ func emptyCluster(t testing.TB, cfg clusterConfig, dsn string, tg *target) *clus
 		faults:  &faultLog{},
 	}
 	t.Cleanup(func() {
+		// Side by side: each waits for its process's graceful stop.
+		var wg sync.WaitGroup
 		for _, in := range c.insts {
-			in.stopQuietly()
+			wg.Go(in.stopQuietly)
 		}
+		wg.Wait()
 		if c.target != nil {
 			c.target.close()
 		}

@@ -15,6 +15,9 @@ type scenario struct {
 	work    func(*workloadConfig)
 	window  time.Duration // how long the fault phase lasts (sets the one-shots' spread)
 	fault   func(t *testing.T, s *scenarioRun)
+	// long: run only where the long tests run (CHRONOS_LONG_TESTS=1, which
+	// .ci/run sets; see TestFaults).
+	long bool
 }
 
 // scenarioRun is a scenario in progress.
@@ -32,6 +35,12 @@ type scenarioRun struct {
 // the machine has two cores, and a cluster under faults beside another
 // test's cluster starved its leader (tried: a rolling restart beside
 // another scenario left 164 schedule gaps, at make test's sizes too).
+//
+// A plain make test runs the scenarios of the guarantees every other
+// test leans on: a leader killed, a worker killed mid-call, the database
+// cut. The stall, the rolling restart and the trigger burst (each some
+// 20 s of a loaded run, which kept make test past five minutes on two
+// cores) run where the long tests run: in every CI run.
 func TestFaults(t *testing.T) {
 	for _, sc := range scenarios() {
 		t.Run(sc.name, func(t *testing.T) { runScenario(t, sc) })
@@ -64,6 +73,7 @@ func scenarios() []scenario {
 		},
 		{
 			name:   "db_stall",
+			long:   true,
 			exp:    expectations{duplicates: true, gaps: true},
 			window: pick(13*time.Second, 13*time.Second, 20*time.Second),
 			fault: func(t *testing.T, s *scenarioRun) {
@@ -75,12 +85,14 @@ func scenarios() []scenario {
 		},
 		{
 			name:   "rolling_restart",
+			long:   true,
 			work:   func(w *workloadConfig) { w.rate = 30 },
 			window: pick(8*time.Second, 10*time.Second, 40*time.Second),
 			fault:  rollingRestart,
 		},
 		{
 			name:   "trigger_burst",
+			long:   true,
 			window: pick(8*time.Second, 10*time.Second, 15*time.Second),
 			fault: func(t *testing.T, s *scenarioRun) {
 				triggerBurst(t, s, pick(1000, 2000, 5000))
@@ -90,6 +102,9 @@ func scenarios() []scenario {
 }
 
 func runScenario(t *testing.T, sc scenario) {
+	if sc.long {
+		skipUnlessLong(t)
+	}
 	cfg := defaultClusterConfig()
 	if sc.cluster != nil {
 		sc.cluster(&cfg)
