@@ -33,13 +33,17 @@ const migrationBlockRunsVar = "CHRONOS_MIGRATION_BLOCK_RUNS"
 // loaded machine's slack.
 const maxMigrationBlock = 3 * time.Second
 
+// writePace is how often each writer starts a write (when the previous one
+// has ended).
+const writePace = 5 * time.Millisecond
+
 // TestMigrationBlocks measures how long each migration makes writes of
 // job_runs wait (issue 23, item 2): a database at the first release's
 // schema (migration 001) is seeded with runs (97% succeeded, 2% dead, 1%
 // pending; attempts for every tenth run; jobs with every overlap policy),
 // then every migration is applied, one at a time, through the runner
 // (lock_timeout, retries, CONCURRENTLY outside a transaction), while two
-// writers insert runs and update existing ones without pause. Reported
+// writers insert runs and update existing ones every few milliseconds. Reported
 // per migration: how long it took, the longest any write waited during
 // it, and the baseline (the longest write before the first migration).
 //
@@ -214,7 +218,7 @@ func seedRuns(t *testing.T, conn *pgx.Conn, n int) {
 	exec("VACUUM ANALYZE jobs, job_runs, run_attempts")
 }
 
-// blockWriters insert and update runs without pause, each write timed.
+// blockWriters insert and update runs, a write every writePace each, timed.
 type blockWriters struct {
 	pool  *pgxpool.Pool
 	maxID int64
@@ -239,7 +243,18 @@ func (w *blockWriters) update(ctx context.Context) error {
 }
 
 func (w *blockWriters) run(ctx context.Context, write func(context.Context) error) {
+	// Paced: a write every few milliseconds finds any lock a migration
+	// holds for longer (maxMigrationBlock is seconds), and two writers
+	// without pause kept two backends busy for the whole test, which cost
+	// a loaded make test more than the check needs.
+	pace := time.NewTicker(writePace)
+	defer pace.Stop()
 	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-pace.C:
+		}
 		t0 := time.Now()
 		err := write(ctx)
 		t1 := time.Now()
