@@ -515,6 +515,13 @@ func (s *seqRun) checkLate(d *checkData, j *mjob) {
 		if backfillActive(d, j, r.Sched.Add(-5*time.Second), first.At) {
 			exempt = true
 		}
+		// A run the leader that ended the gap created ahead of its
+		// instant (in the catch-up's tick or after it) is no missed
+		// occurrence: late, it was late on its way out (a loaded
+		// machine), which is not the gap's burst.
+		if !r.CatchUp && r.Created.Before(r.Sched) && caughtUpBy(d, j, r.Created) {
+			exempt = true
+		}
 		if !exempt {
 			ls = append(ls, late{r, first})
 		}
@@ -534,6 +541,18 @@ func (s *seqRun) checkLate(d *checkData, j *mjob) {
 		}
 		i = k
 	}
+}
+
+// caughtUpBy reports whether a catch-up run of job j was created in the
+// 15 s up to at (or in the same tick: 100 ms after), that is, whether a
+// gap had just ended by then.
+func caughtUpBy(d *checkData, j *mjob, at time.Time) bool {
+	for _, c := range d.byJob[j.id] {
+		if c.CatchUp && !c.Created.After(at.Add(100*time.Millisecond)) && !c.Created.Before(at.Add(-15*time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkOverlap: for a job whose overlap is skip or queue_one, never two

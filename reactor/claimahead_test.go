@@ -59,9 +59,11 @@ func TestClaimedAheadIsSentAtItsInstant(t *testing.T) {
 func TestShutdownReleasesRunsWaitingForTheirInstant(t *testing.T) {
 	dsn := parallelDSN(t)
 	tg := newTarget(t, nil)
-	in := startReactor(t, dsn, Config{Lookahead: 6 * time.Second, ClaimAhead: 6 * time.Second,
+	// 15 s ahead: on a loaded machine, the claim and the stop took more
+	// than the 5 s this once had, and the run went out before the stop.
+	in := startReactor(t, dsn, Config{Lookahead: 20 * time.Second, ClaimAhead: 20 * time.Second,
 		ShutdownTimeout: 100 * time.Millisecond})
-	runAt := time.Now().Add(5 * time.Second).UTC()
+	runAt := time.Now().Add(15 * time.Second).UTC()
 	j := reactortest.CreateJob(t, in.db, &chronos.Job{Name: "waits", RunAt: &runAt, TargetURL: tg.URL, Enabled: true})
 	runID := waitLeased(t, in, j.ID)
 	if err := in.stop(); err != nil {
