@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
 )
 
 // workloadConfig is the mix of jobs a scenario runs.
@@ -92,13 +93,13 @@ func newWorkload(t testing.TB, c *cluster, cfg workloadConfig) *workload {
 		b["cron_expr"] = "0 0 0 1 1 *" // yearly: fired by hand only
 		specs = append(specs, spec{kind: "trig", body: b})
 	}
-	// One batch request per thousand jobs (POST /v1/jobs/batch, all or
+	// One batch request per sql.MaxJobBatch jobs (POST /v1/jobs/batch, all or
 	// nothing): the scenario is about faults, not creates, and one at a
 	// time the 200 jobs took seconds of a loaded test run.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for lo := 0; lo < len(specs); lo += 1000 {
-		part := specs[lo:min(lo+1000, len(specs))]
+	for lo := 0; lo < len(specs); lo += sql.MaxJobBatch {
+		part := specs[lo:min(lo+sql.MaxJobBatch, len(specs))]
 		jobs := make([]any, len(part))
 		for i, s := range part {
 			s.body["target_url"] = c.target.srv.URL + "/hook"
