@@ -114,7 +114,12 @@ func fenced(l Lease, n int64, err error, what, lost string) error {
 // And one kind is refused for good: a scheduled run, never attempted, of
 // a job with a starting deadline, whose available_at is further in the
 // past than that deadline. The leader marks it missed (expiredSQL).
-var claimSQL = `
+var claimSQL = claimSQLWith(limitClaimCTEs, limitTakenCTE)
+
+// claimSQLWith is claimSQL with the limit check limits (the CTEs between
+// picked and locked) and the key rows' write taken (after locked).
+func claimSQLWith(limits, taken string) string {
+	return `
 	WITH picked AS (
 		SELECT r.id, r.scheduled_at, r.job_id, r.available_at, r.limit_key,
 		       (SELECT j.overlap <> 'allow' FROM jobs j WHERE j.id = r.job_id) AS exclusive
@@ -126,7 +131,7 @@ var claimSQL = `
 		 ORDER BY r.available_at, r.id
 		 LIMIT $2
 		   FOR UPDATE OF r SKIP LOCKED
-	), ` + limitClaimCTEs + `, locked AS (
+	), ` + limits + `, locked AS (
 		INSERT INTO job_run_locks (job_id, run_id)
 		SELECT job_id, id FROM (
 			SELECT DISTINCT ON (job_id) job_id, id FROM picked
@@ -135,7 +140,7 @@ var claimSQL = `
 		 ORDER BY job_id
 		ON CONFLICT (job_id) DO NOTHING
 		RETURNING run_id
-	), ` + limitTakenCTE + `, leased AS (
+	), ` + taken + `, leased AS (
 		UPDATE job_runs r
 		   SET status = 'leased', leased_by = $1,
 		       leased_until = now() + $3::bigint * interval '1 microsecond',
@@ -150,6 +155,7 @@ var claimSQL = `
 	       greatest(0, extract(epoch FROM l.available_at - clock_timestamp()) * 1000000)::bigint
 	  FROM leased l JOIN jobs j ON j.id = l.job_id
 	 ORDER BY l.available_at, l.id`
+}
 
 // The slim claim (issue 21): a claim returns what delivering the run
 // needs, and nothing else: the request (target, method, headers, payload,
@@ -254,14 +260,27 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 	if lease <= 0 {
 		return nil, fmt.Errorf("claim runs: lease duration %v is not positive", lease)
 	}
-	rows, err := db.Pool.QueryPlannedOnce(ctx, db.hostsSQL(ctx, claimSQL), worker, n, micros(lease), max(0, micros(ahead)))
+	claim := func(q string) ([]Claimed, error) {
+		rows, err := db.Pool.QueryPlannedOnce(ctx, db.hostsSQL(ctx, q), worker, n, micros(lease), max(0, micros(ahead)))
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) { return scanClaimed(row, &worker) })
+	}
+	counted := db.LimitsCounted(ctx)
+	q := claimSQL
+	if !counted {
+		q = claimSQL028
+	}
+	out, err := claim(q)
+	if !counted && pgCode(err) == "55000" && db.LimitsCounted(ctx) {
+		// Migration 034 landed during the claim: its guard refused the
+		// claim's write of a key's bound, and nothing was leased.
+		out, err = claim(claimSQL)
+	}
 	if beforeLimits(err) {
-		rows, err = db.Pool.QueryPlannedOnce(ctx, db.hostsSQL(ctx, claimSQLBeforeLimits), worker, n, micros(lease), max(0, micros(ahead)))
+		out, err = claim(claimSQLBeforeLimits)
 	}
-	if err != nil {
-		return nil, mapErr(err, "claim runs")
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Claimed, error) { return scanClaimed(row, &worker) })
 	if err != nil {
 		return nil, mapErr(err, "claim runs")
 	}

@@ -20,6 +20,7 @@ type DB struct {
 
 	creates createBatcher // coalesces concurrent CreateJob calls
 	hosts   atomic.Int32  // whether the hosts table exists (hostsUnknown, ...: hosts.go)
+	counted atomic.Bool   // whether limits are counted (migration 034: limits_counted.go)
 }
 
 // Pool sizing when the DSN does not say (pool_max_conns,

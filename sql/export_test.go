@@ -90,6 +90,9 @@ var (
 	CompleteSQLForTest = completeSQL
 	// ClaimSQLBeforeLimitsForTest is the claim on a database before 022.
 	ClaimSQLBeforeLimitsForTest = claimSQLBeforeLimits
+	// ClaimSQL028ForTest is the claim on a database from 022 to 033, and
+	// the claim of the release before 034.
+	ClaimSQL028ForTest = claimSQL028
 	// CompleteSQLBeforeLimitsForTest is the completion on a database
 	// before 022.
 	CompleteSQLBeforeLimitsForTest = completeSQLBeforeLimits

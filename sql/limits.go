@@ -62,15 +62,18 @@ func (db *DB) PutLimit(ctx context.Context, l *chronos.Limit) (created bool, err
 	if err != nil {
 		return false, mapErr(err, "put limit")
 	}
-	// The key's runs in flight, counted under its lock by a statement
-	// that starts after it was taken (so no lease is missing): the
-	// release below works from it. Runs leased under the key before it
-	// was declared (again: its jobs moved off it, the limit deleted and
-	// put back) count at once.
-	if _, err := tx.Exec(ctx, `
-		UPDATE limits SET in_flight = `+inFlightSQL("$1::text")+`
-		 WHERE key = $1`, l.Key); err != nil {
-		return false, mapErr(err, "put limit: count runs in flight")
+	// Before migration 034 the release below works from the row's bound:
+	// the key's runs in flight, counted under its lock by a statement
+	// that starts after it was taken (so no lease is missing). Runs
+	// leased under the key before it was declared (again: its jobs moved
+	// off it, the limit deleted and put back) count at once. From 034 on
+	// every claim and release counts them itself.
+	if !db.LimitsCounted(ctx) {
+		if _, err := tx.Exec(ctx, `
+			UPDATE limits SET in_flight = `+inFlightSQL("$1::text")+`
+			 WHERE key = $1`, l.Key); err != nil {
+			return false, mapErr(err, "put limit: count runs in flight")
+		}
 	}
 	if _, err := tx.Exec(ctx, "SELECT chronos_limit_release(ARRAY[$1::text], ARRAY[1000000])", l.Key); err != nil {
 		return false, mapErr(err, "put limit: release held runs")
@@ -148,12 +151,15 @@ func (db *DB) ReleaseLimitedRuns(ctx context.Context) (int, error) {
 	if err != nil || len(keys) == 0 {
 		return 0, err
 	}
-	// Each key's count in a transaction of its own: one key's lock at a
-	// time, and no run locked while it is held (the claim takes runs,
-	// then keys: see chronos_limit_release).
-	for _, k := range keys {
-		if err := db.countInFlight(ctx, k); err != nil {
-			return 0, err
+	// Before migration 034, each key's bound is set to a count first, in
+	// a transaction of its own: one key's lock at a time, and no run
+	// locked while it is held (the claim takes runs, then keys: see
+	// chronos_limit_release). From 034 on the release counts.
+	if !db.LimitsCounted(ctx) {
+		for _, k := range keys {
+			if err := db.countInFlight(ctx, k); err != nil {
+				return 0, err
+			}
 		}
 	}
 	want := make([]int32, len(keys))
@@ -188,23 +194,25 @@ func (db *DB) countInFlight(ctx context.Context, key string) error {
 	return mapErr(tx.Commit(ctx), "count runs in flight")
 }
 
-// RecountLimits sets each key's in_flight to the runs of the key leased
-// or running, and held to those held for it, and returns the keys whose
-// row said less than the runs: a bound broken by a hand-written statement
-// (or a key re-created while its runs were in flight), which the claim
-// could have let more runs through. A row saying more is the normal
-// state (only claims write it: migration 028) and is set right quietly.
-// Each key is counted under its row's lock, by a statement that starts
-// after the lock is taken, so it sees every committed lease.
+// RecountLimits sets each key's held hint to the runs held for it and,
+// before migration 034, its in_flight bound to the runs of the key leased
+// or running; it returns the keys whose row said less than the runs: a
+// hint (or bound) broken by a hand-written statement (or a key re-created
+// while its runs waited), which could have left held runs unreleased (or
+// let the claim through more runs). A row saying more is the normal state
+// (claims add to it, releases infer what they take off) and is set right
+// quietly. Each key is counted under its row's lock, by a statement that
+// starts after the lock is taken, so it sees every committed claim.
 func (db *DB) RecountLimits(ctx context.Context) ([]string, error) {
 	rows, err := db.Pool.Query(ctx, "SELECT key FROM limits ORDER BY key")
 	keys, err := collect(rows, err, "recount limits", scanOne[string])
 	if err != nil {
 		return nil, err
 	}
+	counted := db.LimitsCounted(ctx)
 	var fixed []string
 	for _, k := range keys {
-		changed, err := db.recountLimit(ctx, k)
+		changed, err := db.recountLimit(ctx, k, counted)
 		if err != nil {
 			return fixed, err
 		}
@@ -215,7 +223,9 @@ func (db *DB) RecountLimits(ctx context.Context) ([]string, error) {
 	return fixed, nil
 }
 
-func (db *DB) recountLimit(ctx context.Context, key string) (bool, error) {
+// recountLimit recounts key (see RecountLimits); counted: the database
+// counts runs in flight (migration 034), so only the held hint is kept.
+func (db *DB) recountLimit(ctx context.Context, key string, counted bool) (bool, error) {
 	tx, err := db.Pool.Begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("recount limit: %w", err)
@@ -233,6 +243,9 @@ func (db *DB) recountLimit(ctx context.Context, key string) (bool, error) {
 		       count(*) FILTER (WHERE status = 'pending' AND limit_held AND held)
 		  FROM job_runs WHERE limit_key = $1 AND status IN ('pending', 'leased', 'running')`, key).Scan(&now, &held); err != nil {
 		return false, mapErr(err, "recount limit")
+	}
+	if counted {
+		now = had // not kept: see migration 034
 	}
 	if now == had && held == hadHeld {
 		return false, nil

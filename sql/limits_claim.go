@@ -3,7 +3,78 @@ package sql
 import "strings"
 
 // limitClaimCTEs are the claim's limit check (see claimSQL), between the
-// runs it picked and the runs it leases:
+// runs it picked and the runs it leases (migration 034):
+//
+//   - limit_locked locks the limits rows of the keys picked, in key order
+//     (the order every writer of limits locks them in, so claims and the
+//     leader's release never deadlock), and reads their cap and tokens as
+//     the last committed writer left them;
+//   - limit_counted counts each capped key's runs leased or running with
+//     chronos_limit_counts, once every lock is granted (its argument reads
+//     all of limit_locked first). The function is VOLATILE PL/pgSQL: its
+//     query takes a snapshot of its own, not this statement's, so it sees
+//     every lease committed by a claim this one waited for; and every claim
+//     that leases a run of a key holds the key's lock until it commits. So
+//     the count is exact, with no bound to keep and no key row to write:
+//     two index ranges (job_runs_limit_idx) a key, a key's in-flight
+//     entries at most;
+//   - limit_rows is each key's room: its free slots and whole tokens;
+//   - over_limit are the picked runs past their key's room, oldest first
+//     within a key;
+//   - limit_held holds them (held, limit_held): out of the claimable
+//     index, they cost later claims nothing until a completion of the key
+//     (completeSQL) or the leader (chronos_limit_release) releases them.
+var limitClaimCTEs = `limit_picked AS (
+		SELECT limit_key AS key, count(*)::integer AS n FROM picked WHERE limit_key IS NOT NULL GROUP BY limit_key
+	), limit_locked AS MATERIALIZED (
+		SELECT l.key, l.max_concurrency AS cap,
+		       coalesce(floor(chronos_limit_tokens(l, clock_timestamp()))::integer, 1000000) AS tokens
+		  FROM limits l
+		 WHERE l.key IN (SELECT key FROM limit_picked)
+		 ORDER BY l.key
+		   FOR UPDATE OF l
+	), limit_counted AS (
+		SELECT c.key, c.n FROM chronos_limit_counts(ARRAY(SELECT k.key FROM limit_locked k WHERE k.cap IS NOT NULL)) c
+	), limit_rows AS (
+		SELECT k.key, greatest(0, least(coalesce(k.cap - c.n, 1000000), k.tokens)) AS room
+		  FROM limit_locked k LEFT JOIN limit_counted c ON c.key = k.key
+	), over_limit AS (
+		SELECT id, scheduled_at, limit_key FROM (
+			SELECT p.id, p.scheduled_at, p.limit_key, k.room,
+			       row_number() OVER (PARTITION BY p.limit_key ORDER BY p.available_at, p.id) AS n
+			  FROM picked p JOIN limit_rows k ON k.key = p.limit_key) ranked
+		 WHERE n > room
+	), limit_held AS (
+		UPDATE job_runs r SET held = true, limit_held = true
+		  FROM over_limit o
+		 WHERE r.id = o.id AND r.scheduled_at = o.scheduled_at
+	)`
+
+// limitTakenCTE, after the overlap lock's CTE (locked), writes the row of
+// a key the claim held runs of (the held hint grows by them) or that has
+// a rate (a token goes for each run leased: exactly the picked runs
+// neither over their limit nor refused the overlap lock, as leased leases
+// all of those), under the lock limit_locked took; the row of a key with
+// only a cap, whose runs all had room, is not written. A run granted room
+// that the overlap lock then refuses stays pending, unheld: it took
+// nothing. A key with no row (deleted while its runs waited) is no limit.
+const limitTakenCTE = `limit_taken AS (
+		UPDATE limits l
+		   SET held = l.held + t.h,
+		       tokens = CASE WHEN l.rate IS NULL THEN 0 ELSE chronos_limit_tokens(l, clock_timestamp()) - t.n END,
+		       refilled_at = CASE WHEN l.rate IS NULL THEN l.refilled_at ELSE clock_timestamp() END
+		  FROM (SELECT p.limit_key,
+		               (count(*) FILTER (WHERE o.id IS NULL AND (NOT p.exclusive OR p.id IN (SELECT run_id FROM locked))))::integer AS n,
+		               count(o.id)::integer AS h
+		          FROM picked p LEFT JOIN over_limit o ON o.id = p.id AND o.scheduled_at = p.scheduled_at
+		         WHERE p.limit_key IS NOT NULL
+		         GROUP BY p.limit_key) t
+		 WHERE l.key = t.limit_key AND (t.h > 0 OR l.rate IS NOT NULL)
+	)`
+
+// limitClaimCTEs028 are the claim's limit check on a database before
+// migration 034 (a rolling upgrade's new instance before the migration
+// ran), between the runs it picked and the runs it leases:
 //
 //   - limit_locked locks the limits rows of the keys picked, in key order
 //     (the order every writer of limits locks them in, so claims and the
@@ -29,7 +100,7 @@ import "strings"
 //   - limit_held holds them (held, limit_held): out of the claimable
 //     index, they cost later claims nothing until a completion of the key
 //     (completeSQL) or the leader (chronos_limit_release) releases them.
-var limitClaimCTEs = `limit_picked AS (
+var limitClaimCTEs028 = `limit_picked AS (
 		SELECT limit_key AS key, count(*)::integer AS n FROM picked WHERE limit_key IS NOT NULL GROUP BY limit_key
 	), limit_locked AS MATERIALIZED (
 		SELECT l.key, l.ctid AS at, l.max_concurrency AS cap, l.in_flight,
@@ -59,7 +130,7 @@ var limitClaimCTEs = `limit_picked AS (
 		 WHERE r.id = o.id AND r.scheduled_at = o.scheduled_at
 	)`
 
-// limitTakenCTE, after the overlap lock's CTE (locked), writes each key's
+// limitTakenCTE028, after the overlap lock's CTE (locked), writes each key's
 // row once, under the lock limit_locked took: in_flight becomes the room's
 // basis (the bound, or the count) plus the runs the claim leases (exactly
 // the picked runs neither over their limit nor refused the overlap lock:
@@ -68,7 +139,7 @@ var limitClaimCTEs = `limit_picked AS (
 // granted room that the overlap lock then refuses stays pending, unheld:
 // it took nothing. A key with no row (deleted while its runs waited) is
 // no limit.
-const limitTakenCTE = `limit_taken AS (
+const limitTakenCTE028 = `limit_taken AS (
 		UPDATE limits l
 		   SET in_flight = k.base + t.n, held = l.held + t.h,
 		       tokens = CASE WHEN l.rate IS NULL THEN 0 ELSE chronos_limit_tokens(l, clock_timestamp()) - t.n END,
@@ -93,17 +164,20 @@ func inFlightSQL(key string) string {
 	         (SELECT count(*) FROM job_runs r WHERE r.limit_key = ` + key + ` AND r.status = 'running'))::integer`
 }
 
+// claimSQL028 is claimSQL for a database from migration 022 (limits) to
+// 032: a new binary keeps delivering, and keeps the limits, while
+// migration 034 is still to run or running, as an older one did.
+var claimSQL028 = claimSQLWith(limitClaimCTEs028, limitTakenCTE028)
+
 // claimSQLBeforeLimits is claimSQL without the limit check, for a
-// database not yet migrated to 022 (limits): a new binary keeps
-// delivering while the migration is still to run or running, as an
-// older one did.
+// database not yet migrated to 022 (limits).
 var claimSQLBeforeLimits = strings.NewReplacer(
 	", r.limit_key,", ",",
-	"), "+limitClaimCTEs+", locked AS (", "), locked AS (",
+	"), "+limitClaimCTEs028+", locked AS (", "), locked AS (",
 	" AND id NOT IN (SELECT id FROM over_limit)", "",
-	"), "+limitTakenCTE+", leased AS (", "), leased AS (",
+	"), "+limitTakenCTE028+", leased AS (", "), leased AS (",
 	"\n\t\t   AND picked.id NOT IN (SELECT id FROM over_limit)", "",
-).Replace(claimSQL)
+).Replace(claimSQL028)
 
 // beforeLimits reports whether err says the database lacks migration
 // 022's columns (undefined column or table).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,8 +21,7 @@ import (
 // over 4 keys limited to 3 while runs leave every way there is: success,
 // a retry, a release at shutdown, a lease left to expire for the reaper,
 // and the leader's release runs beside them. In every snapshot the
-// database shows, no key has more than 3 runs leased or running, and no
-// key's in_flight is below them (the bound the claim relies on); every
+// database shows, no key has more than 3 runs leased or running; every
 // run succeeds exactly once.
 func TestLimitClaimersUnderChurnNeverExceed(t *testing.T) {
 	db, ctx := parallelDB(t)
@@ -62,7 +62,7 @@ func TestLimitClaimersUnderChurnNeverExceed(t *testing.T) {
 		return len(succeeded) == total
 	}
 	// The database's view, sampled in one snapshot per round: per key, the
-	// runs in flight and the row's bound.
+	// runs in flight.
 	wg.Go(func() {
 		for {
 			select {
@@ -71,7 +71,7 @@ func TestLimitClaimersUnderChurnNeverExceed(t *testing.T) {
 			default:
 			}
 			rows, err := db.Pool.Query(ctx, `
-				SELECT l.key, l.in_flight,
+				SELECT l.key,
 				       (SELECT count(*) FROM job_runs r WHERE r.limit_key = l.key AND r.status IN ('leased', 'running'))
 				  FROM limits l`)
 			if err != nil {
@@ -80,13 +80,13 @@ func TestLimitClaimersUnderChurnNeverExceed(t *testing.T) {
 			}
 			for rows.Next() {
 				var key string
-				var bound, n int
-				if err := rows.Scan(&key, &bound, &n); err != nil {
+				var n int
+				if err := rows.Scan(&key, &n); err != nil {
 					t.Error(err)
 				}
-				if n > limit || bound < n {
+				if n > limit {
 					bad.Add(1)
-					t.Errorf("key %s: %d runs leased or running, in_flight %d (limit %d)", key, n, bound, limit)
+					t.Errorf("key %s: %d runs leased or running (limit %d)", key, n, limit)
 				}
 			}
 			if rows.Err() != nil {
@@ -242,25 +242,165 @@ func TestLimitUpgradeKeepsRunsInFlight(t *testing.T) {
 	claim("after 028, both finished", 2)
 }
 
-// TestLimitClaimCountsOnlyWhenNearFull: a key whose bound leaves room
-// is not counted (the claim reads its row and writes it, nothing more);
-// one whose bound says full, with its runs finished, is counted and
-// takes runs at once, without waiting for the leader.
-func TestLimitClaimCountsOnlyWhenNearFull(t *testing.T) {
+// TestLimitClaimWritesNoKeyRow: a claim of runs of a key with only a
+// cap, all with room, locks the key's row and writes no version of it
+// (migration 034: the runs in flight are counted, not kept); one that
+// holds runs writes the held hint, and one of a key with a rate its
+// tokens.
+func TestLimitClaimWritesNoKeyRow(t *testing.T) {
 	db, ctx := parallelDB(t)
 	putLimit(t, db, "k", ptr(3), nil, nil)
+	putLimit(t, db, "r", nil, ptr(100), ptr(1))
 	j := limitedJob(t, db, "k")
-	insertPending(t, db, j.ID, 9)
+	insertPending(t, db, j.ID, 10)
+	version := func(key string) (v string) {
+		t.Helper()
+		if err := db.Pool.QueryRow(ctx, "SELECT ctid::text || '/' || xmin::text FROM limits WHERE key = $1", key).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := version("k")
 	for round := range 3 {
 		got, err := db.Claim(ctx, "w", 3, time.Minute)
 		if err != nil || len(got) != 3 {
 			t.Fatalf("round %d: claimed %d, %v; want 3", round, len(got), err)
 		}
-		var bound int
-		if err := db.Pool.QueryRow(ctx, "SELECT in_flight FROM limits WHERE key = 'k'").Scan(&bound); err != nil || bound != 3 {
-			t.Fatalf("round %d: in_flight %d, %v; want 3 (the count, 0, plus the 3 leased)", round, bound, err)
+		if v := version("k"); v != before {
+			t.Fatalf("round %d: the key's row was written (%s, was %s)", round, v, before)
 		}
 		succeed(t, db, got)
+	}
+	// Full: the claim of more than the room holds the rest, and says so.
+	if got, err := db.Claim(ctx, "w", 10, time.Minute); err != nil || len(got) != 1 {
+		t.Fatalf("claim of the last run: %d, %v; want 1", len(got), err)
+	}
+	insertPending(t, db, j.ID, 5)
+	if got, err := db.Claim(ctx, "w", 10, time.Minute); err != nil || len(got) != 2 {
+		t.Fatalf("claim with 1 in flight: %d, %v; want 2", len(got), err)
+	}
+	if f, a, h := limitState(t, db, "k"); f != 3 || a != 3 || h != 3 {
+		t.Fatalf("full: in flight %d, active %d, held %d; want 3, 3, 3", f, a, h)
+	}
+	if v := version("k"); v == before {
+		t.Fatal("the claim that held runs did not write the held hint")
+	}
+	r := limitedJob(t, db, "r")
+	insertPending(t, db, r.ID, 4)
+	before = version("r")
+	if got, err := db.Claim(ctx, "w", 10, time.Minute); err != nil || len(got) != 4 {
+		t.Fatalf("claim under the rate: %d, %v; want 4", len(got), err)
+	}
+	if l, err := db.Limit(ctx, "r"); err != nil || l.TokensLeft == nil || *l.TokensLeft > 97 {
+		t.Fatalf("after 4 runs of a bucket of 100: %+v, %v", l, err)
+	}
+	if v := version("r"); v == before {
+		t.Fatal("the claim under a rate did not write the tokens")
+	}
+}
+
+// TestLimitCountSeesALeaseCommittedWhileWaiting: a claim that waits for
+// a key's lock, held by a claim that leases the key's last free slots,
+// counts those leases once the other commits, though they were not
+// committed when its statement (and its snapshot) began: it leases
+// nothing and holds its runs. Counted in its statement's snapshot it
+// would have leased two more than the limit.
+func TestLimitCountSeesALeaseCommittedWhileWaiting(t *testing.T) {
+	db, ctx := parallelDB(t)
+	putLimit(t, db, "k", ptr(2), nil, nil)
+	j := limitedJob(t, db, "k")
+	insertPending(t, db, j.ID, 4)
+	tx, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	rows, err := tx.Query(ctx, sql.ClaimSQLForTest, "first", 2, time.Minute.Microseconds(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	if rows.Err() != nil || n != 2 {
+		t.Fatalf("first claim: %d, %v; want 2", n, rows.Err())
+	}
+	type claimed struct {
+		got []sql.Claimed
+		err error
+	}
+	second := make(chan claimed, 1)
+	go func() {
+		got, err := db.Claim(ctx, "second", 10, time.Minute)
+		second <- claimed{got, err}
+	}()
+	// The second claim has begun and waits for the key's row.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var waiting bool
+		if err := db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		select {
+		case c := <-second:
+			t.Fatalf("the second claim did not wait for the first: %d runs, %v", len(c.got), c.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second claim never waited for the key's lock")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := <-second
+	if c.err != nil || len(c.got) != 0 {
+		t.Fatalf("second claim: %d runs, %v; want none (the first leased the key's 2 slots)", len(c.got), c.err)
+	}
+	if f, a, h := limitState(t, db, "k"); f != 2 || a != 2 || h != 2 {
+		t.Fatalf("after: in flight %d, active %d, held %d; want 2, 2, 2", f, a, h)
+	}
+}
+
+// TestLimitOlderClaimRefused: on a database migrated to 034, the claim of
+// the release before (which adds its leases to the key's in_flight and
+// trusts it) fails loudly and leases nothing, rather than letting runs
+// past a limit it no longer sees whole; its claims of keyless runs go on.
+func TestLimitOlderClaimRefused(t *testing.T) {
+	db, ctx := parallelDB(t)
+	putLimit(t, db, "k", ptr(2), nil, nil)
+	j := limitedJob(t, db, "k")
+	insertPending(t, db, j.ID, 2)
+	old := func() (int, error) {
+		rows, err := db.Pool.Query(ctx, sql.ClaimSQL028ForTest, "old", 10, time.Minute.Microseconds(), 0)
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		return n, rows.Err()
+	}
+	if n, err := old(); err == nil || !strings.Contains(err.Error(), "upgrade this instance") {
+		t.Fatalf("the older claim: %d runs, %v; want refused, naming the upgrade", n, err)
+	}
+	if f, a, h := limitState(t, db, "k"); f != 0 || a != 0 || h != 0 {
+		t.Fatalf("after the refused claim: in flight %d, active %d, held %d; want nothing", f, a, h)
+	}
+	free := mustCreate(t, db, cronJob("0 0 1 1 *"))
+	if _, err := db.Pool.Exec(ctx, "DELETE FROM job_runs WHERE job_id = $1", j.ID); err != nil {
+		t.Fatal(err)
+	}
+	insertPending(t, db, free.ID, 1)
+	if n, err := old(); err != nil || n != 1 {
+		t.Fatalf("the older claim of a keyless run: %d, %v; want 1", n, err)
 	}
 }
 
