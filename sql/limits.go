@@ -70,7 +70,7 @@ func (db *DB) PutLimit(ctx context.Context, l *chronos.Limit) (created bool, err
 	// every claim and release counts them itself.
 	if !db.LimitsCounted(ctx) {
 		if _, err := tx.Exec(ctx, `
-			UPDATE limits SET in_flight = `+inFlightSQL("$1::text")+`
+			UPDATE limits SET in_flight = `+inFlightSQL028("$1::text")+`
 			 WHERE key = $1`, l.Key); err != nil {
 			return false, mapErr(err, "put limit: count runs in flight")
 		}
@@ -187,8 +187,8 @@ func (db *DB) countInFlight(ctx context.Context, key string) error {
 	if _, err := tx.Exec(ctx, "SELECT 1 FROM limits WHERE key = $1 FOR UPDATE", key); err != nil {
 		return mapErr(err, "count runs in flight")
 	}
-	if _, err := tx.Exec(ctx, `UPDATE limits SET in_flight = `+inFlightSQL("$1::text")+`
-		 WHERE key = $1 AND in_flight IS DISTINCT FROM `+inFlightSQL("$1::text"), key); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE limits SET in_flight = `+inFlightSQL028("$1::text")+`
+		 WHERE key = $1 AND in_flight IS DISTINCT FROM `+inFlightSQL028("$1::text"), key); err != nil {
 		return mapErr(err, "count runs in flight")
 	}
 	return mapErr(tx.Commit(ctx), "count runs in flight")
@@ -239,9 +239,9 @@ func (db *DB) recountLimit(ctx context.Context, key string, counted bool) (bool,
 		return false, mapErr(err, "recount limit")
 	}
 	var now, held int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status IN ('leased', 'running')),
-		       count(*) FILTER (WHERE status = 'pending' AND limit_held AND held)
-		  FROM job_runs WHERE limit_key = $1 AND status IN ('pending', 'leased', 'running')`, key).Scan(&now, &held); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT `+inFlightSQL("$1::text")+`,
+		       (SELECT count(*) FROM job_runs WHERE limit_key = $1 AND limit_held AND held AND status = 'pending')::integer`,
+		key).Scan(&now, &held); err != nil {
 		return false, mapErr(err, "recount limit")
 	}
 	if counted {

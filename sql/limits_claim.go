@@ -16,8 +16,8 @@ import "strings"
 //     every lease committed by a claim this one waited for; and every claim
 //     that leases a run of a key holds the key's lock until it commits. So
 //     the count is exact, with no bound to keep and no key row to write:
-//     two index ranges (job_runs_limit_idx) a key, a key's in-flight
-//     entries at most;
+//     one range of job_runs_limit_in_flight_idx a partition and key, the
+//     key's runs in flight;
 //   - limit_rows is each key's room: its free slots and whole tokens;
 //   - over_limit are the picked runs past their key's room, oldest first
 //     within a key;
@@ -27,7 +27,7 @@ import "strings"
 var limitClaimCTEs = `limit_picked AS (
 		SELECT limit_key AS key, count(*)::integer AS n FROM picked WHERE limit_key IS NOT NULL GROUP BY limit_key
 	), limit_locked AS MATERIALIZED (
-		SELECT l.key, l.max_concurrency AS cap,
+		SELECT l.key, l.max_concurrency AS cap, l.rate IS NOT NULL AS rated,
 		       coalesce(floor(chronos_limit_tokens(l, clock_timestamp()))::integer, 1000000) AS tokens
 		  FROM limits l
 		 WHERE l.key IN (SELECT key FROM limit_picked)
@@ -55,7 +55,8 @@ var limitClaimCTEs = `limit_picked AS (
 // a rate (a token goes for each run leased: exactly the picked runs
 // neither over their limit nor refused the overlap lock, as leased leases
 // all of those), under the lock limit_locked took; the row of a key with
-// only a cap, whose runs all had room, is not written. A run granted room
+// only a cap, whose runs all had room, is not written, nor looked up
+// again (limit_locked says which keys have a rate). A run granted room
 // that the overlap lock then refuses stays pending, unheld: it took
 // nothing. A key with no row (deleted while its runs waited) is no limit.
 const limitTakenCTE = `limit_taken AS (
@@ -69,7 +70,8 @@ const limitTakenCTE = `limit_taken AS (
 		          FROM picked p LEFT JOIN over_limit o ON o.id = p.id AND o.scheduled_at = p.scheduled_at
 		         WHERE p.limit_key IS NOT NULL
 		         GROUP BY p.limit_key) t
-		 WHERE l.key = t.limit_key AND (t.h > 0 OR l.rate IS NOT NULL)
+		  JOIN limit_locked k ON k.key = t.limit_key
+		 WHERE l.key = t.limit_key AND (t.h > 0 OR k.rated)
 	)`
 
 // limitClaimCTEs028 are the claim's limit check on a database before
@@ -116,7 +118,7 @@ var limitClaimCTEs028 = `limit_picked AS (
 		           WHEN k.cap IS NULL OR k.cap - k.in_flight >= least(p.n, k.tokens)
 		             OR k.at IS DISTINCT FROM (SELECT s.ctid FROM limits s WHERE s.key = k.key)
 		           THEN k.in_flight
-		           ELSE ` + inFlightSQL("k.key") + `
+		           ELSE ` + inFlightSQL028("k.key") + `
 		       END AS base OFFSET 0) b
 	), over_limit AS (
 		SELECT id, scheduled_at, limit_key FROM (
@@ -155,11 +157,18 @@ const limitTakenCTE028 = `limit_taken AS (
 	)`
 
 // inFlightSQL counts the runs of the key key (an SQL expression) leased
-// or running. One range of job_runs_limit_idx (limit_key, status, ...)
-// per status: with status IN (...) the planner walked every entry of the
-// key, its pending runs too (thousands, for a key holding a backlog),
-// and filtered them.
+// or running: one range of job_runs_limit_in_flight_idx (migration 033)
+// a partition. The claim counts in chronos_limit_counts (migration 034),
+// the same way.
 func inFlightSQL(key string) string {
+	return `(SELECT count(*) FROM job_runs r WHERE r.limit_key = ` + key + ` AND r.status IN ('leased', 'running'))::integer`
+}
+
+// inFlightSQL028 is inFlightSQL for a database before migration 033, one
+// range of job_runs_limit_idx (limit_key, status, ...) per status: with
+// status IN (...) the planner walked every entry of the key, its pending
+// runs too (thousands, for a key holding a backlog), and filtered them.
+func inFlightSQL028(key string) string {
 	return `((SELECT count(*) FROM job_runs r WHERE r.limit_key = ` + key + ` AND r.status = 'leased') +
 	         (SELECT count(*) FROM job_runs r WHERE r.limit_key = ` + key + ` AND r.status = 'running'))::integer`
 }
