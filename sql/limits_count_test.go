@@ -250,7 +250,7 @@ func TestLimitUpgradeKeepsRunsInFlight(t *testing.T) {
 func TestLimitClaimWritesNoKeyRow(t *testing.T) {
 	db, ctx := parallelDB(t)
 	putLimit(t, db, "k", ptr(3), nil, nil)
-	putLimit(t, db, "r", nil, ptr(100), ptr(1))
+	putLimit(t, db, "r", nil, ptr(100), ptr(3600)) // refills a token in 36 s: none while the test runs
 	j := limitedJob(t, db, "k")
 	insertPending(t, db, j.ID, 10)
 	version := func(key string) (v string) {
