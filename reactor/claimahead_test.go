@@ -100,12 +100,18 @@ func waitLeased(t *testing.T, in *instance, jobID int64) int64 {
 func TestPauseStopsARunClaimedAhead(t *testing.T) {
 	dsn := parallelDSN(t)
 	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	in := startReactor(t, dsn, Config{ClaimAhead: 8 * time.Second, Lookahead: 10 * time.Second})
-	runAt := time.Now().Add(6 * time.Second).UTC()
+	// The pause must land while the run waits for its instant: at 6 s
+	// ahead a CI run under the long fault tests answered it after the
+	// instant, when the run had rightly gone out.
+	in := startReactor(t, dsn, Config{ClaimAhead: 15 * time.Second, Lookahead: 18 * time.Second})
+	runAt := time.Now().Add(12 * time.Second).UTC()
 	j := reactortest.CreateJob(t, in.db, &chronos.Job{Name: "paused-ahead", RunAt: &runAt, TargetURL: tg.URL, Enabled: true})
 	waitLeased(t, in, j.ID)
 	if _, err := in.db.UpdateJob(t.Context(), j.ID, &chronos.JobUpdate{Enabled: chronos.Some(false)}); err != nil {
 		t.Fatal(err)
+	}
+	if paused := time.Now(); !paused.Before(runAt) {
+		t.Fatalf("the pause was answered at %s, after the run's instant %s: the machine is too slow for this test to say anything", paused, runAt)
 	}
 	// Well past the instant: the worker would have sent it by now.
 	time.Sleep(time.Until(runAt) + 500*time.Millisecond) // the instant must pass: nothing else says "not sent"
