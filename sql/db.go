@@ -19,7 +19,7 @@ type DB struct {
 	Pool *Pool
 
 	creates createBatcher // coalesces concurrent CreateJob calls
-	hosts   atomic.Int32  // whether the hosts table exists (hostsUnknown, ...: hosts.go)
+	hosts   atomic.Bool   // whether the hosts table exists (hosts.go)
 	counted atomic.Bool   // whether limits are counted (migration 034: limits_counted.go)
 }
 

@@ -55,13 +55,6 @@ const hostClearSQL = `(NOT EXISTS (SELECT 1 FROM hosts WHERE held_until > now())
 	                           WHERE h.origin = (SELECT chronos_origin(j.target_url) FROM jobs j WHERE j.id = r.job_id)
 	                             AND h.held_until > now() AND h.probe_run_id IS DISTINCT FROM r.id))`
 
-// Whether the hosts table (migration 023) exists, as DB.hosts holds it.
-const (
-	hostsUnknown int32 = iota
-	hostsAbsent
-	hostsPresent
-)
-
 // hostsSQL returns q, a statement holding hostClearSQL, as it can run on
 // this database: without that condition while the hosts table does not
 // exist yet. A binary newer than its schema (MIGRATE_ON_START=false, or
@@ -74,24 +67,9 @@ func (db *DB) hostsSQL(ctx context.Context, q string) string {
 	return strings.Replace(q, " AND "+hostClearSQL, "", 1)
 }
 
-// HostsReady reports whether the hosts table exists. Once it has, the
-// answer is kept; until then every call asks again (a cheap catalogue
-// lookup), as the reactor's host sweep does each second. A failed lookup
-// is "not ready", asked again next time.
+// HostsReady reports whether the hosts table exists (see schemaHas).
 func (db *DB) HostsReady(ctx context.Context) bool {
-	if db.hosts.Load() == hostsPresent {
-		return true
-	}
-	var ok bool
-	if err := db.Pool.QueryRow(ctx, `SELECT to_regclass('hosts') IS NOT NULL`).Scan(&ok); err != nil {
-		return false
-	}
-	if ok {
-		db.hosts.Store(hostsPresent)
-	} else {
-		db.hosts.Store(hostsAbsent)
-	}
-	return ok
+	return db.schemaHas(ctx, &db.hosts, `SELECT to_regclass('hosts') IS NOT NULL`)
 }
 
 // originRunsSQL selects the pending runs (p) of origin $1, for a hold to

@@ -38,7 +38,13 @@ var limitClaimCTEs = `limit_picked AS (
 	), limit_rows AS (
 		SELECT k.key, greatest(0, least(coalesce(k.cap - c.n, 1000000), k.tokens)) AS room
 		  FROM limit_locked k LEFT JOIN limit_counted c ON c.key = k.key
-	), over_limit AS (
+	), ` + limitHoldCTEs
+
+// limitHoldCTEs end the limit check of either claim (limitClaimCTEs,
+// limitClaimCTEs028), from each key's room (limit_rows): over_limit are
+// the picked runs past it, oldest first within a key, and limit_held
+// holds them.
+const limitHoldCTEs = `over_limit AS (
 		SELECT id, scheduled_at, limit_key FROM (
 			SELECT p.id, p.scheduled_at, p.limit_key, k.room,
 			       row_number() OVER (PARTITION BY p.limit_key ORDER BY p.available_at, p.id) AS n
@@ -120,17 +126,7 @@ var limitClaimCTEs028 = `limit_picked AS (
 		           THEN k.in_flight
 		           ELSE ` + inFlightSQL028("k.key") + `
 		       END AS base OFFSET 0) b
-	), over_limit AS (
-		SELECT id, scheduled_at, limit_key FROM (
-			SELECT p.id, p.scheduled_at, p.limit_key, k.room,
-			       row_number() OVER (PARTITION BY p.limit_key ORDER BY p.available_at, p.id) AS n
-			  FROM picked p JOIN limit_rows k ON k.key = p.limit_key) ranked
-		 WHERE n > room
-	), limit_held AS (
-		UPDATE job_runs r SET held = true, limit_held = true
-		  FROM over_limit o
-		 WHERE r.id = o.id AND r.scheduled_at = o.scheduled_at
-	)`
+	), ` + limitHoldCTEs
 
 // limitTakenCTE028, after the overlap lock's CTE (locked), writes each key's
 // row once, under the lock limit_locked took: in_flight becomes the room's

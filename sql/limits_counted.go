@@ -7,19 +7,7 @@ import "context"
 // claim writes no key row for a key with only a cap, and nothing keeps
 // the rows' in_flight. Before it (a rolling upgrade's new instance whose
 // migrations are still to run), this binary claims, releases and puts
-// limits as the release before did, keeping that bound. Once present the
-// answer is kept; until then every call asks again (a cheap catalogue
-// lookup), and a failed lookup is "not yet".
+// limits as the release before did, keeping that bound.
 func (db *DB) LimitsCounted(ctx context.Context) bool {
-	if db.counted.Load() {
-		return true
-	}
-	var ok bool
-	if err := db.Pool.QueryRow(ctx, `SELECT to_regprocedure('chronos_limit_counts(text[])') IS NOT NULL`).Scan(&ok); err != nil {
-		return false
-	}
-	if ok {
-		db.counted.Store(true)
-	}
-	return ok
+	return db.schemaHas(ctx, &db.counted, `SELECT to_regprocedure('chronos_limit_counts(text[])') IS NOT NULL`)
 }

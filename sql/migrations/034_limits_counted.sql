@@ -62,22 +62,28 @@ BEGIN
 END
 $$;
 
--- The trigger takes limits' SHARE ROW EXCLUSIVE lock, which waits for the
--- claims writing key rows at that moment and makes the next wait behind
--- it: each try waits at most 200 ms, then pauses, as migration 028 did.
-CREATE FUNCTION chronos_limits_033_lock() RETURNS void LANGUAGE plpgsql AS $$
+-- chronos_lock_table takes p_table's lock in p_mode for the rest of the
+-- migration's transaction, waiting at most 200 ms a try and retrying
+-- after a pause, up to 50 tries: a migration queued for a lock makes
+-- every statement after it wait too, so it never waits long (022 and 028
+-- held their own copies of this loop; the migrations from here on share
+-- it).
+CREATE FUNCTION chronos_lock_table(p_table regclass, p_mode text) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     tries int := 0;
 BEGIN
+    IF p_mode NOT IN ('SHARE ROW EXCLUSIVE', 'EXCLUSIVE', 'ACCESS EXCLUSIVE') THEN
+        RAISE EXCEPTION 'chronos_lock_table: lock mode % is not one a migration takes', p_mode;
+    END IF;
     PERFORM set_config('lock_timeout', '200ms', true);
     LOOP
         BEGIN
-            LOCK TABLE limits IN SHARE ROW EXCLUSIVE MODE;
+            EXECUTE format('LOCK TABLE %s IN %s MODE', p_table, p_mode);
             RETURN;
         EXCEPTION WHEN lock_not_available THEN
             tries := tries + 1;
             IF tries >= 50 THEN
-                RAISE EXCEPTION 'limits: no lock on limits after % tries', tries
+                RAISE EXCEPTION 'no lock on % after % tries', p_table, tries
                     USING ERRCODE = 'lock_not_available';
             END IF;
             PERFORM pg_sleep(0.1 + random() * 0.2);
@@ -85,8 +91,11 @@ BEGIN
     END LOOP;
 END
 $$;
-SELECT chronos_limits_033_lock();
-DROP FUNCTION chronos_limits_033_lock();
+
+-- The trigger takes limits' SHARE ROW EXCLUSIVE lock, which waits for the
+-- claims writing key rows at that moment and makes the next wait behind
+-- it.
+SELECT chronos_lock_table('limits', 'SHARE ROW EXCLUSIVE');
 
 CREATE TRIGGER limits_in_flight_guard BEFORE UPDATE OF in_flight ON limits
     FOR EACH ROW WHEN (NEW.in_flight IS DISTINCT FROM OLD.in_flight)
