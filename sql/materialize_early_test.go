@@ -90,7 +90,11 @@ func TestMaterializeEarlySparseJob(t *testing.T) {
 // clears it: it never points at an occurrence that is no longer the next.
 func TestEarlyMaterializationClearedByEdits(t *testing.T) {
 	db, ctx := parallelDB(t)
-	now := dbNow(t, db)
+	// A fixed instant, far from the top of an hour: from the database's
+	// clock, in the last seconds of an hour the next occurrence came
+	// within the lookahead of the run just created, and there was no
+	// early instant to set (a CI run just before 04:00 failed so).
+	now := time.Date(2026, 6, 1, 12, 10, 0, 0, time.UTC)
 	j := mustCreate(t, db, cronJob("0 * * * *"))
 	setNextRunAt(t, db, j.ID, ptr(now.Add(time.Second)))
 	if n := materializeAt(t, db, now); n != 1 {
