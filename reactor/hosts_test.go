@@ -54,15 +54,16 @@ func TestHostRetryAfterDefersEveryRunOfTheHost(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no request reached the bad host")
 	}
-	// While it waits: runs of the bad host due 1.5 s from now, pending
-	// when the 429 comes.
+	// While it waits: runs of the bad host due 4 s from now, pending when
+	// the 429 comes (at 1.5 s, a CI run under the long fault tests took
+	// longer than that to act on the 429, and they had rightly gone).
 	var ahead []int64
 	for range 3 {
 		var id int64
 		job := createJob(t, in.db, &chronos.Job{TargetURL: bad.URL + "/ahead"})
 		if err := in.db.Pool.QueryRow(t.Context(), `
 			INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
-			VALUES ($1, now(), 'manual', now() + interval '1500 milliseconds') RETURNING id`, job.ID).Scan(&id); err != nil {
+			VALUES ($1, now(), 'manual', now() + interval '4 seconds') RETURNING id`, job.ID).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
 		ahead = append(ahead, id)
