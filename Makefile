@@ -24,7 +24,7 @@ PKGS        ?= ./...
 SLOWEST_FIRST := ./sql/ ./faults/ ./reactor/ ./bench/ ./ui/ ./cmd/chronos/ ./tickets/tests/ ./http/
 GOTEST_PKGS   := $(if $(filter ./...,$(PKGS)),$(SLOWEST_FIRST) $(PKGS),$(PKGS))
 
-.PHONY: test fmt-check vet staticcheck lint compile compile-deploy gotest gotest-deploy build image fuzz bench dev clean screenshots
+.PHONY: test fmt-check vet staticcheck lint gotest gotest-deploy build image fuzz bench dev clean screenshots
 
 ## test: gofmt check, then go vet, staticcheck and go test -race against a real Postgres
 ## (the chronos module and the deploy module's checks of deploy/ and compose.yaml)
@@ -32,14 +32,8 @@ GOTEST_PKGS   := $(if $(filter ./...,$(PKGS)),$(SLOWEST_FIRST) $(PKGS),$(PKGS))
 ## expiring, cron seconds), which the analyzers' CPU fills. Both modules' tests share
 ## one Postgres (a throwaway cluster is started once): the inner scripts/testdb.sh
 ## calls see TEST_DATABASE_URL set and use it as it is.
-##
-## Two phases: first everything that only computes (vet, staticcheck, and every
-## test binary and the chronos binary compiled into Go's cache), then the tests
-## alone. On a cold cache the compiles took the machine's two cores for minutes;
-## overlapped with the tests, they starved the timing-bound ones (a CI run on a
-## fresh machine took 17 minutes, the sql package alone 14).
 test: fmt-check
-	bash scripts/testdb.sh bash -c '$(MAKE) --no-print-directory -j4 vet staticcheck compile compile-deploy && $(MAKE) --no-print-directory -j2 gotest gotest-deploy'
+	bash scripts/testdb.sh $(MAKE) --no-print-directory -j4 vet staticcheck gotest gotest-deploy
 
 ## lint: gofmt check, go vet and staticcheck.
 lint: fmt-check vet staticcheck
@@ -59,15 +53,6 @@ $(GOBIN)/staticcheck:
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
 	cd deploy && $(STATICCHECK) ./...
-
-## compile: every test binary (with -race) and the chronos binary the process
-## tests start, built into Go's cache; the tests' TestMains run, no test does.
-compile:
-	$(GO) test -race -count=1 -run '^$$' -p $(TEST_P) $(PKGS) | { grep -v -- '\[no test' || true; }
-	$(GO) build -o /dev/null ./cmd/chronos
-
-compile-deploy:
-	cd deploy && $(GO) test -race -count=1 -run '^$$' -p $(TEST_P) ./... | { grep -v -- '\[no test' || true; }
 
 ## gotest: go test -race with TEST_DATABASE_URL from scripts/testdb.sh
 ## (CHRONOS_TESTDB=auto|server|local|docker picks where Postgres comes from).
