@@ -157,7 +157,7 @@ func TestCrash(t *testing.T) {
 	// The release's own deadline: two outages, and on a loaded machine a
 	// page of resumes takes seconds; past it the rest of the burst would
 	// stay paused (see releaseDone).
-	rctx, rcancel := context.WithTimeout(context.Background(), 180*time.Second)
+	rctx, rcancel := context.WithTimeout(context.Background(), 300*time.Second)
 	defer rcancel()
 	var release sync.WaitGroup
 	release.Go(func() { r.releaseBurst(rctx) })
@@ -212,10 +212,13 @@ func (r *crashRun) crashOn(t *testing.T, pg *pgServer, ready <-chan struct{}, on
 	wal := startWALSampler(r.c.dsn)
 	select {
 	case <-ready:
-	case <-time.After(60 * time.Second):
+	// Wide: after the first crash the instances reconnect to a server
+	// fresh out of crash recovery (cold caches, fsync on) and pick the
+	// burst up again; on a throttled machine that took over a minute.
+	case <-time.After(150 * time.Second):
 		wal.stop()
 		r.c.dumpLogs(t, 40)
-		t.Fatalf("waiting to crash on %s: not within 60 s (%d of %d burst one-shots delivered)", on, r.tg.count("burst-"), r.cfg.burst)
+		t.Fatalf("waiting to crash on %s: not within 150 s (%d of %d burst one-shots delivered)", on, r.tg.count("burst-"), r.cfg.burst)
 	}
 	done := r.c.faults.begin("postgres crash", 0)
 	k := crashRec{on: on, burstDelivered: r.tg.count("burst-")}
@@ -225,6 +228,9 @@ func (r *crashRun) crashOn(t *testing.T, pg *pgServer, ready <-chan struct{}, on
 	pg.start(t)
 	k.up = time.Now()
 	done()
+	// Said at once, not only in the summary: should a later wait run out,
+	// the log shows how long recovery took.
+	t.Logf("postgres accepting connections again %s after the crash on %s", k.up.Sub(k.at).Round(time.Millisecond), on)
 	k.wal = lostWAL(lsn, pg.logTail(200))
 	r.mu.Lock()
 	r.crashes = append(r.crashes, k)

@@ -34,6 +34,22 @@ const (
 	poolMaxIdleTime = time.Minute
 )
 
+// ConnectTimeout bounds each connection attempt when the DSN does not
+// (connect_timeout, or PGCONNECT_TIMEOUT). pgx has no default, and the
+// pool builds its connections on a context of its own, not the caller's:
+// an attempt that never gets an answer (a server frozen mid-crash, an
+// address black-holed by a failover) would hold one of the pool's few
+// slots for good, and the instance would starve with its database back.
+const ConnectTimeout = 10 * time.Second
+
+// boundConnect gives cfg ConnectTimeout unless dsn or the environment
+// chose a timeout (connect_timeout=0, which means none, is kept too).
+func boundConnect(cfg *pgx.ConnConfig, dsn string) {
+	if cfg.ConnectTimeout == 0 && !strings.Contains(dsn, "connect_timeout") {
+		cfg.ConnectTimeout = ConnectTimeout
+	}
+}
+
 // Options configures OpenWith.
 type Options struct {
 	// Instance becomes the connections' application_name, so
@@ -74,6 +90,7 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*DB, error) {
 	if !strings.Contains(dsn, "pool_max_conn_idle_time") {
 		cfg.MaxConnIdleTime = poolMaxIdleTime
 	}
+	boundConnect(cfg.ConnConfig, dsn)
 	if opts.Pooled && !strings.Contains(dsn, "default_query_exec_mode") {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
@@ -117,6 +134,7 @@ func connConfig(dsn string) (*pgx.ConnConfig, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse dsn: %w", err)
 	}
+	boundConnect(cfg.ConnConfig, dsn)
 	return cfg.ConnConfig, nil
 }
 
