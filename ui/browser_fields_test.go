@@ -87,9 +87,9 @@ func TestBrowserEditsEveryField(t *testing.T) {
 		chromedp.Navigate(base+"/ui/jobs/"+id+"/edit"),
 		chromedp.WaitVisible(css("#cron_expr")),
 		until(visible("cron_expr")+` && !`+visible("run_at")+` && `+visible("starts_at")+` && `+visible("exclude"), 5*time.Second),
-		chromedp.Click(css(`input[name=kind][value=once]`)),
+		click(`input[name=kind][value=once]`),
 		until(`!`+visible("cron_expr")+` && `+visible("run_at")+` && !`+visible("starts_at")+` && !`+visible("exclude"), 5*time.Second),
-		chromedp.Click(css(`input[name=kind][value=cron]`)),
+		click(`input[name=kind][value=cron]`),
 		until(visible("cron_expr")+` && !`+visible("run_at"), 5*time.Second))
 
 	// Every field of a cron job.
@@ -107,7 +107,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 	for _, f := range fields {
 		steps = append(steps, setField(f[0], f[1]))
 	}
-	steps = append(steps, chromedp.Click(css("form.form button.primary")),
+	steps = append(steps, click("form.form button.primary"),
 		until(`location.pathname === "/ui/jobs/`+id+`" && document.getElementById("notice").textContent === "Saved."`, 10*time.Second))
 	run(t, ctx, "edit every field", steps...)
 	got, err := api.GetJob(bg, j.ID)
@@ -158,7 +158,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 	run(t, ctx, "save unchanged",
 		chromedp.Navigate(base+"/ui/jobs/"+id+"/edit"),
 		chromedp.WaitVisible(css("#name")),
-		chromedp.Click(css("form.form button.primary")),
+		click("form.form button.primary"),
 		until(`document.getElementById("notice").textContent === "Saved."`, 10*time.Second))
 	again, err := api.GetJob(bg, j.ID)
 	if err != nil || !reflect.DeepEqual(again.Exclude, got.Exclude) || deref(again.StartingDeadlineSeconds) != 120 || again.Misfire != chronos.MisfireAll ||
@@ -173,10 +173,10 @@ func TestBrowserEditsEveryField(t *testing.T) {
 	run(t, ctx, "make it a one-shot",
 		chromedp.Navigate(base+"/ui/jobs/"+id+"/edit"),
 		chromedp.WaitVisible(css("#name")),
-		chromedp.Click(css(`input[name=kind][value=once]`)),
+		click(`input[name=kind][value=once]`),
 		setField("run_at", "2035-03-01T09:30:00"),
 		setField("jitter_seconds", "0"), setField("starting_deadline_seconds", ""), setField("on_dead_url", ""), setField("misfire", "none"),
-		chromedp.Click(css("form.form button.primary")),
+		click("form.form button.primary"),
 		until(`document.getElementById("notice").textContent === "Saved."`, 10*time.Second))
 	once, err := api.GetJob(bg, j.ID)
 	if err != nil || once.CronExpr != nil || once.RunAt == nil || !once.RunAt.Equal(time.Date(2035, 3, 1, 9, 30, 0, 0, berlin)) ||
@@ -196,7 +196,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 			chromedp.Navigate(base+"/ui/jobs/"+id+"#secrets"),
 			chromedp.WaitVisible(css("#rotate-secret")),
 			setField("grace_seconds", grace),
-			chromedp.Click(css("#rotate-secret")),
+			click("#rotate-secret"),
 			until(`document.getElementById("new-secret") !== null`, 10*time.Second))
 		shown := value(t, ctx, step, js[string](`document.getElementById("new-secret").textContent`))
 		stored, err := e.in.DB.Job(bg, j.ID)
@@ -228,7 +228,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 			_, err := js[bool](`(window.confirm = () => true, true)`)(ctx, tg)
 			return err
 		}),
-		chromedp.Click(css(`button[formaction$="/signing-secret/delete"]`)),
+		click(`button[formaction$="/signing-secret/delete"]`),
 		until(`document.getElementById("notice").textContent.includes("cluster's secret")`, 10*time.Second))
 	if got, _ := api.GetJob(bg, j.ID); len(got.SigningSecrets) != 0 {
 		t.Errorf("after going back to the cluster's secret the API shows %d signing secrets", len(got.SigningSecrets))
@@ -242,9 +242,9 @@ func TestBrowserEditsEveryField(t *testing.T) {
 	run(t, ctx, "page the runs",
 		chromedp.Navigate(base+"/ui/jobs/"+id),
 		until(rows+`.length === 20 && document.getElementById("older-runs") !== null`, 10*time.Second),
-		chromedp.Click(css("#older-runs")),
+		click("#older-runs"),
 		until(rows+`.length === 5 && location.search.includes("cursor=") && document.getElementById("older-runs") === null`, 10*time.Second),
-		chromedp.Click(css(`#runs .pager a`)),
+		click(`#runs .pager a`),
 		until(rows+`.length === 20 && !location.search.includes("cursor=")`, 10*time.Second))
 
 	if errs := blog.Errors(); len(errs) > 0 {
@@ -297,7 +297,7 @@ func TestBrowserCalendarAndBackfill(t *testing.T) {
 		chromedp.WaitVisible(css("#calendars")),
 		until(`document.getElementById("calendars").value === "closures"`, 5*time.Second),
 		setField("calendar_policy", "next_business_day"),
-		chromedp.Click(css("form.form button.primary")),
+		click("form.form button.primary"),
 		until(`location.pathname === "/ui/jobs/`+id+`" && document.getElementById("notice").textContent === "Saved."`, 10*time.Second))
 	got, err := api.GetJob(bg, j.ID)
 	if err != nil || got.CalendarPolicy != chronos.CalendarNextBusinessDay || len(got.Calendars) != 1 {
@@ -310,7 +310,7 @@ func TestBrowserCalendarAndBackfill(t *testing.T) {
 	run(t, ctx, "the backfill's dry run",
 		setField("backfill-from", from),
 		setField("backfill-to", to),
-		chromedp.Click(css("#backfill-open")),
+		click("#backfill-open"),
 		until(`document.getElementById("backfill-dry-run") !== null`, 10*time.Second),
 		until(`document.getElementById("backfill-create").textContent.includes("Create 3 run(s)")`, 5*time.Second))
 	page, err := api.ListJobRuns(bg, j.ID, apiclient.RunFilter{})
@@ -318,7 +318,7 @@ func TestBrowserCalendarAndBackfill(t *testing.T) {
 		t.Fatalf("the dry run created runs: %+v %v", page, err)
 	}
 	run(t, ctx, "the backfill",
-		chromedp.Click(css("#backfill-create")),
+		click("#backfill-create"),
 		until(`location.pathname === "/ui/jobs/`+id+`" && document.getElementById("notice").textContent.startsWith("Backfilled")`, 10*time.Second))
 	page, err = api.ListJobRuns(bg, j.ID, apiclient.RunFilter{})
 	if err != nil || len(page.Runs) != 3 {

@@ -195,7 +195,7 @@ func browserSignIn(t *testing.T, ctx context.Context, base string) {
 		chromedp.Navigate(base+"/ui/login"),
 		chromedp.WaitVisible(css("#key")),
 		chromedp.SendKeys(css("#key"), writeKey),
-		chromedp.Click(css("main form button[type=submit]")),
+		click("main form button[type=submit]"),
 		until(`location.pathname === "/ui/"`, 10*time.Second))
 }
 
@@ -219,3 +219,28 @@ func js[T any](expr string) chromedp.Action[T] { return chromedp.Evaluate[T](exp
 
 // css selects the first element matching a CSS selector.
 func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+
+// click clicks the first element sel matches, with the mouse, as a person
+// would. Should the page replace that element between the query and the
+// click (a live refresh of the page, or a page still settling after a
+// redirect: "Could not find node with given id"), it queries again, up
+// to three times: the element is there, only its node id went stale.
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		var err error
+		for range 3 {
+			if _, err = chromedp.Click(css(sel))(ctx, tg); err == nil || !staleNode(err) {
+				return err
+			}
+		}
+		return err
+	})
+}
+
+// staleNode tells whether err is the browser's answer to a node id of an
+// element the page has since replaced.
+func staleNode(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Could not find node with given id") || strings.Contains(s, "No node with given id found") ||
+		strings.Contains(s, "Node is detached from document")
+}

@@ -48,7 +48,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Navigate(base+"/ui/"),
 		chromedp.WaitVisible(css("#key")),
 		chromedp.SendKeys(css("#key"), writeKey),
-		chromedp.Click(css("main form button[type=submit]")),
+		click("main form button[type=submit]"),
 		until(`document.querySelector("h1") && document.querySelector("h1").textContent === "Overview"`, 10*time.Second))
 
 	// Another job, for the search to leave out.
@@ -75,7 +75,7 @@ func TestBrowser(t *testing.T) {
 		until(`document.querySelectorAll("#cron-preview table.fires tbody tr").length === 10 && `+preview+`.includes("In Europe/Berlin")`, 10*time.Second))
 	run(t, ctx, "create the job",
 		chromedp.SendKeys(css("#target_url"), tg.URL+"/ok"),
-		chromedp.Click(css("form.form button.primary")),
+		click("form.form button.primary"),
 		until(`/^\/ui\/jobs\/\d+$/.test(location.pathname) && document.getElementById("notice").textContent === "Job created."`, 10*time.Second))
 	path := value(t, ctx, "read the job page", js[string](`location.pathname`))
 	// Read in one evaluation: a node id taken first can go stale if the
@@ -99,9 +99,9 @@ func TestBrowser(t *testing.T) {
 	run(t, ctx, "watch it fire live",
 		chromedp.Navigate(base+"/ui/live?job_id="+strconv.FormatInt(jobID, 10)),
 		until(`document.querySelector('#live-body tr.ev[data-type="run.attempted"]') !== null`, 20*time.Second),
-		chromedp.Click(css("#live-pause")),
+		click("#live-pause"),
 		until(`document.getElementById("live-pause").getAttribute("aria-pressed") === "true" && document.getElementById("live-state").textContent.startsWith("paused")`, 5*time.Second),
-		chromedp.Click(css("#live-pause")),
+		click("#live-pause"),
 		until(`document.getElementById("live-state").textContent === "live"`, 5*time.Second))
 	other := value(t, ctx, "read the live rows", js[int](`[...document.querySelectorAll("#live-body tr.ev td:nth-child(3)")].filter(td => td.textContent !== "" && td.textContent !== "#`+strconv.FormatInt(jobID, 10)+`").length`))
 	if other != 0 {
@@ -121,7 +121,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(css("#label")),
 		chromedp.SendKeys(css("#label"), "team=core\r"),
 		until(`location.search.includes("label=team") && `+rows+`.length === 1 && document.querySelector("`+row+`") !== null`, 10*time.Second),
-		chromedp.Click(css(row+` .labels a.tag[href$="team%3dcore"]`)),
+		click(row+` .labels a.tag[href$="team%3dcore"]`),
 		until(`document.getElementById("label").value === "team=core" && `+rows+`.length === 1`, 10*time.Second))
 
 	// Pause it inline on the job list (htmx swaps the row), with the
@@ -163,7 +163,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the dead run's page says HTTP 500 %d times, want once for the run and once for its attempt:\n%s", strings.Count(main, "HTTP 500"), main)
 	}
 	run(t, ctx, "redrive it",
-		chromedp.Click(css(`form[action$="/redrive"] button`)),
+		click(`form[action$="/redrive"] button`),
 		until(`location.pathname !== "/ui/runs/`+strconv.FormatInt(dead.ID, 10)+`" && document.getElementById("notice").textContent.startsWith("Redriven")`, 10*time.Second))
 	// The redrive links to its original, and the original to its redrive.
 	redrivePath := value(t, ctx, "read the redrive's page", js[string](`location.pathname`))
@@ -186,13 +186,13 @@ func TestBrowser(t *testing.T) {
 	box := `#run-` + strconv.FormatInt(again.ID, 10) + ` input[type=checkbox]`
 	run(t, ctx, "open the dead letters",
 		chromedp.Navigate(base+"/ui/"),
-		chromedp.Click(css(`header nav a[href="/ui/runs"]`)),
+		click(`header nav a[href="/ui/runs"]`),
 		until(`document.querySelector("h1").textContent === "Dead letters" && document.querySelector('`+box+`') !== null`, 10*time.Second))
 	tabTo(t, ctx, box, "the run's checkbox")
 	run(t, ctx, "select and redrive",
 		chromedp.KeyEvent(" "),
 		until(`document.querySelector('`+box+`').checked`, 5*time.Second),
-		chromedp.Click(css(`#runs-form button[value=selected]`)),
+		click(`#runs-form button[value=selected]`),
 		until(`document.getElementById("notice").textContent.startsWith("Redriven 1 dead run")`, 10*time.Second))
 	runs, _, err = e.in.DB.Runs(bg, dj.ID, sql.RunFilter{})
 	if err != nil || len(runs) != 3 || runs[0].RedriveOf == nil || *runs[0].RedriveOf != again.ID {
@@ -237,7 +237,7 @@ func TestBrowser(t *testing.T) {
 		until(`location.pathname === "/ui/login"`, 10*time.Second),
 		chromedp.WaitVisible(css("#key")),
 		chromedp.SendKeys(css("#key"), readKey),
-		chromedp.Click(css("main form button[type=submit]")),
+		click("main form button[type=submit]"),
 		until(`document.querySelector("h1") && document.querySelector("h1").textContent === "Overview"`, 10*time.Second),
 		chromedp.Navigate(base+"/ui/jobs"),
 		chromedp.WaitVisible(css("table.list")))

@@ -111,7 +111,7 @@ func TestScreenshots(t *testing.T) {
 		shot("sign-in")
 		run(t, ctx, "sign in",
 			chromedp.SendKeys(css("#key"), writeKey),
-			chromedp.Click(css("main form button[type=submit]")),
+			click("main form button[type=submit]"),
 			until(`location.pathname === "/ui/"`, 10*time.Second))
 		for _, p := range pages {
 			steps := []chromedp.Action[chromedp.Void]{chromedp.Navigate(e.srv.URL + p.path)}
