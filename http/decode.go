@@ -45,6 +45,16 @@ func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 // nothing but white space may follow the object. It returns how many keys
 // the object had.
 func decodeObject(body []byte, dst any) (int, error) {
+	if n, ok := decodeFast(body, dst); ok {
+		return n, nil
+	}
+	return decodeCareful(body, dst)
+}
+
+// decodeCareful is decodeObject's path that explains: it tokenizes the
+// body and decodes each value on its own, so that each complaint names
+// its key.
+func decodeCareful(body []byte, dst any) (int, error) {
 	fields := fieldsOf(reflect.TypeOf(dst).Elem())
 	target := reflect.ValueOf(dst).Elem()
 
