@@ -127,8 +127,16 @@ func check(t *testing.T, c *cluster, w *workload, m *monitor, kills []killRec, w
 				strayCatchUps++
 			}
 		})
-		if first := rs[0].ScheduledAt; first.After(w.created.Add(10*time.Second)) && !exp.gaps {
-			fail("cron job %d: first run at %s, %s after the last job was created", job, first.Format(time.TimeOnly), first.Sub(w.created))
+		if first := rs[0]; first.ScheduledAt.After(w.created.Add(10*time.Second)) && !exp.gaps {
+			if first.CatchUp {
+				// The materializer fell a lookahead behind before the
+				// job's first run (a starved machine): its opening
+				// occurrences folded into this catch-up, a stall like
+				// the gaps below, and counted with them.
+				gaps++
+			} else {
+				fail("cron job %d: first run at %s, %s after the last job was created", job, first.ScheduledAt.Format(time.TimeOnly), first.ScheduledAt.Sub(w.created))
+			}
 		}
 		if last := rs[len(rs)-1].ScheduledAt; last.Before(windowEnd.Add(-5 * time.Second)) {
 			fail("cron job %d: last run at %s, but the schedule ran until %s", job, last.Format(time.TimeOnly), windowEnd.Format(time.TimeOnly))
