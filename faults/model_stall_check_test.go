@@ -98,3 +98,40 @@ func madeUpSeq(t *testing.T, overlap string, created time.Time) (*seqRun, *mjob)
 	s := &seqRun{t: t, byID: map[int64]*mjob{1: j}, jobs: []*mjob{j}, gatedSeen: map[string]int{}, dc: newDeliveryModel()}
 	return s, j
 }
+
+// TestModelCheckEndedWindowLateRuns: the late-burst check on made-up
+// data. Two runs created ahead of a per-second job go out late together
+// after a gap: a late burst, unless the job's window had ended by then,
+// which is the limitation docs/scheduling.md states (no next occurrence,
+// so no gap is seen and nothing is folded).
+func TestModelCheckEndedWindowLateRuns(t *testing.T) {
+	t.Parallel()
+	at := msClock()
+	late := func(ends *time.Time) []string {
+		s, j := madeUpSeq(t, "allow", at(0))
+		j.versions[0].st.EndsAt = ends
+		d := &checkData{byID: map[int64]*mrun{}, byJob: map[int64][]*mrun{}, delRun: map[int64][]mdelivery{}}
+		for i, sec := range []int{2, 3} {
+			id := int64(i + 1)
+			r := &mrun{ID: id, Job: 1, Sched: at(sec * 1000), Trigger: "schedule", Status: "succeeded", Attempts: 1,
+				Created: at(sec*1000 - 1500), FireAt: at(sec * 1000)}
+			d.runs = append(d.runs, r)
+			d.byID[id] = r
+			d.byJob[1] = append(d.byJob[1], r)
+			d.delRun[id] = []mdelivery{{Key: "j1", Run: id, Attempt: 1, At: at(9000 + i*10)}}
+		}
+		s.checkLate(d, j)
+		var kinds []string
+		for _, v := range s.vs {
+			kinds = append(kinds, v.kind)
+		}
+		return kinds
+	}
+	if got := late(nil); len(got) != 1 || got[0] != "late-burst" {
+		t.Errorf("two late runs after a gap, window open: violations %v, want one late-burst", got)
+	}
+	ends := at(3500)
+	if got := late(&ends); len(got) != 0 {
+		t.Errorf("two late runs after a gap, window ended at 3.5 s: violations %v, want none (the documented limitation)", got)
+	}
+}
