@@ -218,6 +218,7 @@ func (r *crashRun) crashOn(t *testing.T, pg *pgServer, ready <-chan struct{}, on
 	case <-time.After(150 * time.Second):
 		wal.stop()
 		r.c.dumpLogs(t, 40)
+		r.dumpBackground(t, pg)
 		t.Fatalf("waiting to crash on %s: not within 150 s (%d of %d burst one-shots delivered)", on, r.tg.count("burst-"), r.cfg.burst)
 	}
 	done := r.c.faults.begin("postgres crash", 0)
@@ -365,4 +366,28 @@ func newDirectCluster(t testing.TB, cfg clusterConfig, dsn string, extraEnv ...s
 	c := emptyCluster(t, cfg, dsn, nil)
 	c.startInstances(t, dsn, extraEnv...)
 	return c
+}
+
+// dumpBackground logs what a stuck burst needs beyond the instances' last
+// lines, which the API's request lines fill: each instance's last lines
+// that are not about one request (the reactor, the leader, the pool), and
+// the server's log (still in recovery? out of connections?).
+func (r *crashRun) dumpBackground(t *testing.T, pg *pgServer) {
+	t.Helper()
+	for _, in := range r.c.insts {
+		in.mu.Lock()
+		sink := in.logs
+		in.mu.Unlock()
+		if sink == nil {
+			continue
+		}
+		var bg []string
+		for _, l := range sink.lines() {
+			if !strings.Contains(l, `"request_id"`) && !strings.Contains(l, `"path":"/`) {
+				bg = append(bg, l)
+			}
+		}
+		t.Logf("--- instance %s, last 30 lines not about a request:\n%s", in.id, strings.Join(lastN(bg, 30), "\n"))
+	}
+	t.Logf("--- postgres log, last 30 lines:\n%s", pg.logTail(30))
 }
