@@ -303,11 +303,8 @@ func (e *serverError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code,
 func (c *cluster) dumpLogs(t testing.TB, n int) {
 	t.Helper()
 	for _, in := range c.insts {
-		in.mu.Lock()
-		sink := in.logs
-		in.mu.Unlock()
-		if sink != nil {
-			t.Logf("--- instance %s (start %d), last %d lines:\n%s", in.id, in.starts, n, strings.Join(lastN(sink.lines(), n), "\n"))
+		if lines, ok := in.logLines(); ok {
+			t.Logf("--- instance %s (start %d), last %d lines:\n%s", in.id, in.starts, n, strings.Join(lastN(lines, n), "\n"))
 		}
 	}
 }

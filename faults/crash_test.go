@@ -375,14 +375,12 @@ func newDirectCluster(t testing.TB, cfg clusterConfig, dsn string, extraEnv ...s
 func (r *crashRun) dumpBackground(t *testing.T, pg *pgServer) {
 	t.Helper()
 	for _, in := range r.c.insts {
-		in.mu.Lock()
-		sink := in.logs
-		in.mu.Unlock()
-		if sink == nil {
+		lines, ok := in.logLines()
+		if !ok {
 			continue
 		}
 		var bg []string
-		for _, l := range sink.lines() {
+		for _, l := range lines {
 			if !strings.Contains(l, `"request_id"`) && !strings.Contains(l, `"path":"/`) {
 				bg = append(bg, l)
 			}

@@ -122,6 +122,18 @@ func (s *logSink) lines() []string {
 	return append([]string(nil), s.tail...)
 }
 
+// logLines is the kept tail of the log of the instance's current process,
+// and false when it has none.
+func (in *instance) logLines() ([]string, bool) {
+	in.mu.Lock()
+	sink := in.logs
+	in.mu.Unlock()
+	if sink == nil {
+		return nil, false
+	}
+	return sink.lines(), true
+}
+
 // start launches the process and waits until it serves HTTP.
 func (in *instance) start(t testing.TB) {
 	t.Helper()

@@ -682,14 +682,12 @@ func (s *seqRun) logOf(who string, run int64) string {
 	if in == nil {
 		return "-"
 	}
-	in.mu.Lock()
-	sink := in.logs
-	in.mu.Unlock()
-	if sink == nil {
+	lines, ok := in.logLines()
+	if !ok {
 		return "-"
 	}
 	var out []string
-	for _, l := range sink.lines() {
+	for _, l := range lines {
 		if strings.Contains(l, fmt.Sprintf(`"run_id":%d,`, run)) || strings.Contains(l, fmt.Sprintf(`"run_id":%d}`, run)) ||
 			strings.Contains(l, "shutdown") {
 			out = append(out, l)

@@ -3,6 +3,8 @@ package http
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 )
 
@@ -57,14 +59,10 @@ func fastDecodable(t reflect.Type) bool {
 	return ok
 }
 
+// hasStringOption says whether a json struct tag has the ",string" option.
 func hasStringOption(tag string) bool {
-	for i := 0; i < len(tag); i++ {
-		if tag[i] == ',' && len(tag[i+1:]) >= 6 && tag[i+1:i+7] == "string" &&
-			(len(tag) == i+7 || tag[i+7] == ',') {
-			return true
-		}
-	}
-	return false
+	_, opts, _ := strings.Cut(tag, ",")
+	return slices.Contains(strings.Split(opts, ","), "string")
 }
 
 // exactKeys scans body, valid JSON, and returns how many members its
