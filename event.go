@@ -66,6 +66,11 @@ const (
 	// EventLimitReleased: the leader released Count runs held for their
 	// limits, which a refilled rate bucket or a freed slot let start.
 	EventLimitReleased EventType = "limit.released"
+	// EventCalendarChanged: a calendar was put or deleted through this
+	// instance's API; Op is "put" or "deleted", Key the calendar's name.
+	// A put that changed the dates of a calendar in use has re-planned
+	// its jobs' runs created ahead in the same transaction.
+	EventCalendarChanged EventType = "calendar.changed"
 	// EventHostDeferred: Origin answered 429 or 503 with Retry-After; its
 	// pending runs wait until Until (Count of them moved besides RunID,
 	// the run that got the answer), without counting an attempt.
@@ -159,7 +164,7 @@ type Event struct {
 	ScheduledAt *time.Time `json:"scheduled_at,omitempty"` // of the run, for schedule lag
 	StartedAt   *time.Time `json:"started_at,omitempty"`   // of the attempt
 	CreatedAt   *time.Time `json:"created_at,omitempty"`   // of the run, for trigger-to-start latency
-	Key         string     `json:"key,omitempty"`          // of a limit (EventLimitChanged)
+	Key         string     `json:"key,omitempty"`          // a limit's key, a calendar's name (EventLimitChanged, EventCalendarChanged)
 	Origin      string     `json:"origin,omitempty"`       // host.* events: scheme://host:port
 	Until       *time.Time `json:"until,omitempty"`        // host.* events: end of the deferral or cooldown
 	NextRunAt   *time.Time `json:"next_run_at,omitempty"`  // job.changed "created": the job's first next run

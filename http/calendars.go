@@ -39,8 +39,19 @@ func (s *Server) putCalendar(c *gin.Context) {
 		if created {
 			c.Header("Location", "/v1/calendars/"+name)
 		}
+		s.calendarChanged("put", name)
 	})
 }
+
+// calendarChanged tells the tap a calendar was put or deleted (op), as
+// limit.changed does for limits.
+func (s *Server) calendarChanged(op, name string) {
+	s.bus.Publish(chronos.Event{Type: chronos.EventCalendarChanged, Instance: s.cfg.Instance, Op: op, Key: name})
+}
+
+// calendarDeleted is calendarChanged for a DELETE (a 409 while a job
+// names the calendar, so only a calendar no job uses).
+func (s *Server) calendarDeleted(name string) { s.calendarChanged("deleted", name) }
 
 // calendarOf builds the calendar a PUT describes; iCalendar text is
 // expanded into its dates here.

@@ -15,6 +15,8 @@ const holidaysICS = "BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//test//EN\r\n" +
 
 func TestCalendarsEndpoints(t *testing.T) {
 	e := parallelEnv(t)
+	tap := e.bus.Subscribe(16, func(ev chronos.Event) bool { return ev.Type == chronos.EventCalendarChanged })
+	defer tap.Close()
 	w := e.do("PUT", "/v1/calendars/us-holidays", map[string]any{"description": "US", "dates": []string{"2026-12-25", "2026-11-26"}})
 	wantStatus(t, w, nethttp.StatusCreated)
 	if c := decode[chronos.Calendar](t, w); len(c.Dates) != 2 || c.Dates[0] != "2026-11-26" {
@@ -83,6 +85,16 @@ func TestCalendarsEndpoints(t *testing.T) {
 	wantStatus(t, e.do("PATCH", "/v1/jobs/"+itoa64(j.ID), map[string]any{"calendars": []string{"us-holidays"}}), nethttp.StatusOK)
 	wantStatus(t, e.do("DELETE", "/v1/calendars/xmas", nil), nethttp.StatusNoContent)
 	wantStatus(t, e.do("DELETE", "/v1/calendars/xmas", nil), nethttp.StatusNotFound)
+
+	// The tap heard each write that took, and nothing of those refused.
+	var heard []string
+	for len(tap.C()) > 0 {
+		ev := <-tap.C()
+		heard = append(heard, ev.Op+" "+ev.Key)
+	}
+	if want := "put us-holidays,put xmas,put xmas,deleted xmas"; strings.Join(heard, ",") != want {
+		t.Fatalf("calendar.changed events %q, want %q", heard, want)
+	}
 }
 
 func TestBackfillEndpoint(t *testing.T) {

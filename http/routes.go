@@ -75,7 +75,7 @@ func (s *Server) v1Routes() []route {
 		at("/jobs/:id/backfill", post(s.idempotent, s.backfill)),
 		at("/calendars", get(showAll(s, s.db.Calendars, newCalendarList))),
 		at("/calendars/:name", get(show(s, calendarName, s.db.Calendar)), put(s.putCalendar),
-			del(remove(s, calendarName, s.db.DeleteCalendar, nil))),
+			del(remove(s, calendarName, s.db.DeleteCalendar, s.calendarDeleted))),
 	}
 }
 
