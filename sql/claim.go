@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -95,7 +96,11 @@ func fenced(l Lease, n int64, err error, what, lost string) error {
 //     not caught up with the job (no leader for a while), and when it does
 //     it may fold that run into a catch-up. A paused job is not
 //     materialized, and a queue_one job's run waits behind the active one
-//     by design, so their runs are never held this way.
+//     by design, so their runs are never held this way. A cron job whose
+//     window has ended has no next_run_at: its runs are held while no
+//     materializer pass vouches for the present (chronos_materializer,
+//     migration 036; see foldEnded), which is when every other cron job
+//     is behind too.
 //   - a catch-up run of a misfire "all" gap scheduled after the job's
 //     catch_up_at: missed occurrences run one after another, in order
 //     (see startCatchUps).
@@ -114,11 +119,16 @@ func fenced(l Lease, n int64, err error, what, lost string) error {
 // And one kind is refused for good: a scheduled run, never attempted, of
 // a job with a starting deadline, whose available_at is further in the
 // past than that deadline. The leader marks it missed (expiredSQL).
-var claimSQL = claimSQLWith(limitClaimCTEs, limitTakenCTE)
+var claimSQL = claimSQLWith(claimableSQL, limitClaimCTEs, limitTakenCTE)
 
-// claimSQLWith is claimSQL with the limit check limits (the CTEs between
-// picked and locked) and the key rows' write taken (after locked).
-func claimSQLWith(limits, taken string) string {
+// claimSQL035 is claimSQL for a database before migration 036 (no
+// chronos_materializer yet): a finished cron job's runs are not held.
+var claimSQL035 = claimSQLWith(claimableSQL035, limitClaimCTEs, limitTakenCTE)
+
+// claimSQLWith is claimSQL with the job's condition claimable, the limit
+// check limits (the CTEs between picked and locked) and the key rows'
+// write taken (after locked).
+func claimSQLWith(claimable, limits, taken string) string {
 	return `
 	WITH picked AS (
 		SELECT r.id, r.scheduled_at, r.job_id, r.available_at, r.limit_key,
@@ -126,7 +136,7 @@ func claimSQLWith(limits, taken string) string {
 		  FROM job_runs r
 		 WHERE r.status = 'pending' AND NOT r.held
 		   AND r.available_at <= now() + $4::bigint * interval '1 microsecond'
-		   AND ` + claimableSQL + `
+		   AND ` + claimable + `
 		   AND ` + hostClearSQL + `
 		 ORDER BY r.available_at, r.id
 		 LIMIT $2
@@ -226,7 +236,11 @@ func scanJSON[T any](src []byte, dst *T, empty string) error {
 // claimableSQL is the condition on a pending run r that its job puts on
 // claiming it (see claimSQL), as a scalar subquery: false or null (the job
 // is gone) holds the run back.
-const claimableSQL = `(SELECT (j.overlap = 'allow'
+var claimableSQL = strings.Replace(claimableSQL035, "AND s.next_run_at <= now())",
+	"AND (s.next_run_at <= now() OR (s.next_run_at IS NULL AND s.cron AND "+unvouchedSQL+")))", 1)
+
+// claimableSQL035 is claimableSQL before migration 036.
+const claimableSQL035 = `(SELECT (j.overlap = 'allow'
 	                OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = j.id))
 	           AND NOT coalesce((SELECT (r.trigger = 'schedule' AND j.overlap <> 'queue_one' AND j.enabled
 	                                     AND s.next_run_at <= now())
@@ -234,6 +248,11 @@ const claimableSQL = `(SELECT (j.overlap = 'allow'
 	                               FROM job_schedules s WHERE s.job_id = r.job_id), false)
 	           AND NOT ` + pastDeadline + `
 	          FROM jobs j WHERE j.id = r.job_id)`
+
+// unvouchedSQL is true when the last materializer pass no longer vouches
+// for the present (its valid_until is past): no leader has materialized
+// for a lookahead. Null, never written, says nothing (see migration 036).
+const unvouchedSQL = `(SELECT m.valid_until < now() FROM chronos_materializer m)`
 
 // pastDeadline is true for a run r of job j that may no longer start: see
 // claimSQL.
@@ -269,8 +288,11 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 	}
 	counted := db.LimitsCounted(ctx)
 	q := claimSQL
-	if !counted {
+	switch {
+	case !counted:
 		q = claimSQL028
+	case !db.Vouches(ctx):
+		q = claimSQL035
 	}
 	out, err := claim(q)
 	if !counted && pgCode(err) == "55000" && db.LimitsCounted(ctx) {

@@ -21,6 +21,7 @@ type DB struct {
 	creates createBatcher // coalesces concurrent CreateJob calls
 	hosts   atomic.Bool   // whether the hosts table exists (hosts.go)
 	counted atomic.Bool   // whether limits are counted (migration 034: limits_counted.go)
+	vouches atomic.Bool   // whether chronos_materializer exists (migration 036: materialize_ended.go)
 }
 
 // Pool sizing when the DSN does not say (pool_max_conns,

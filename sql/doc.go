@@ -87,7 +87,9 @@
 // schedule row alone: a job is behind when its next_run_at is not after
 // now (the materializer keeps it a lookahead ahead while a leader runs),
 // and it has a gap when more than one occurrence is due, counting its runs
-// created ahead that never started. A gap gets one run flagged catch_up,
+// created ahead that never started. A cron job whose window has ended has
+// no next_run_at: it is behind once no pass vouches for the present
+// (chronos_materializer, materialize_ended.go). A gap gets one run flagged catch_up,
 // for the latest missed occurrence, then resumes at the first occurrence
 // after now: never a flood (misfire "one"; "none" creates nothing, "all"
 // one run per missed occurrence). Under "all" the runs created before the

@@ -281,6 +281,17 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 			return res, mapErr(err, "materialize: advance next_run_at")
 		}
 	}
+	if db.Vouches(ctx) {
+		gap, err := vouch(ctx, tx, now, dbNow, lookahead)
+		if err != nil {
+			return res, err
+		}
+		if gap {
+			if err := foldEnded(ctx, tx, now, &res); err != nil {
+				return res, err
+			}
+		}
+	}
 	if err := startCatchUps(ctx, tx, res.allGaps, now); err != nil {
 		return res, err
 	}
