@@ -109,15 +109,18 @@ func statusOf(err error) int {
 // code, never text from the request, so a link cannot put words on the
 // page.
 var flashes = map[string]string{
-	"paused":          "Paused.",
-	"resumed":         "Resumed.",
-	"triggered":       "Triggered: a run is on its way.",
-	"created":         "Job created.",
-	"saved":           "Saved.",
-	"deleted":         "Job deleted.",
-	"backfilled":      "Backfilled: the runs are on their way, oldest first.",
-	"redriven":        "Redriven: a new run is on its way.",
-	"secrets-deleted": "The job's own signing secrets stopped signing; the cluster's secret signs its deliveries.",
+	"paused":           "Paused.",
+	"resumed":          "Resumed.",
+	"triggered":        "Triggered: a run is on its way.",
+	"created":          "Job created.",
+	"saved":            "Saved.",
+	"deleted":          "Job deleted.",
+	"backfilled":       "Backfilled: the runs are on their way, oldest first.",
+	"redriven":         "Redriven: a new run is on its way.",
+	"secrets-deleted":  "The job's own signing secrets stopped signing; the cluster's secret signs its deliveries.",
+	"calendar-created": "Calendar created.",
+	"calendar-saved":   "Calendar saved: the jobs naming it follow its new dates.",
+	"calendar-deleted": "Calendar deleted.",
 }
 
 func flashOf(r *nethttp.Request) string {

@@ -25,6 +25,7 @@ func (c *Console) routes() *nethttp.ServeMux {
 	m.Handle("GET "+Prefix+"schedule/preview", c.page(c.schedulePreview))
 	m.Handle("GET "+Prefix+"live", c.page(c.livePage))
 	m.Handle("GET "+Prefix+"hosts", c.page(c.hostsPage))
+	m.Handle("GET "+Prefix+"calendars", c.page(c.calendarsPage))
 	m.Handle("GET "+Prefix+"events", c.page(c.events))
 
 	m.Handle("POST "+Prefix+"jobs", c.action(c.createJob))
@@ -39,6 +40,8 @@ func (c *Console) routes() *nethttp.ServeMux {
 	m.Handle("POST "+Prefix+"jobs/{id}/signing-secret/delete", c.action(c.deleteSecrets))
 	m.Handle("POST "+Prefix+"runs/redrive", c.action(c.redriveRuns))
 	m.Handle("POST "+Prefix+"runs/{id}/redrive", c.action(c.redriveRun))
+	m.Handle("POST "+Prefix+"calendars", c.action(c.putCalendar))
+	m.Handle("POST "+Prefix+"calendars/{name}/delete", c.action(c.deleteCalendar))
 
 	m.Handle(Prefix, c.page(func(w nethttp.ResponseWriter, r *nethttp.Request, s *session) {
 		c.fail(w, r, s, nethttp.StatusNotFound, "There is no page at this address.")
