@@ -42,6 +42,8 @@ var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25
 //	chronos_host_events_total{event}           host back-pressure of this instance's deliveries: deferred (a 429/503
 //	                                           with Retry-After held a host's runs), breaker_opened, breaker_closed;
 //	                                           no origin label (unbounded): GET /v1/hosts says which
+//	chronos_host_breakers_open                 cluster-wide origins whose breaker is open or probing (hosts_metrics.go)
+//	chronos_hosts_deferred                     cluster-wide origins a Retry-After deferral holds now
 //	chronos_bus_dropped_events_total           events lost by slow bus subscribers
 //	chronos_bus_published_events_total         events published on the bus
 //	chronos_build_info{version,schema_level,goversion} always 1 (health.go)
@@ -130,6 +132,7 @@ func newMetrics(b *bus.Bus, probe Probe, db *sql.DB, log *slog.Logger) *metrics 
 	m.reg.MustRegister(workMetrics(probe)...)
 	m.reg.MustRegister(newQueueCollector(db, log))
 	m.reg.MustRegister(newLimitCollector(db, log))
+	m.reg.MustRegister(newHostCollector(db, log))
 	// Status labels known up front, so the families show from the start.
 	for _, s := range []chronos.RunStatus{chronos.StatusSucceeded, chronos.StatusPending, chronos.StatusDead} {
 		m.runs.WithLabelValues(string(s))

@@ -15,7 +15,7 @@ import (
 const queueReadTimeout = time.Second
 
 // dbCollector is a collector that reads the database at scrape time
-// (queue stats, limits): collect reads within queueReadTimeout and sends
+// (queue stats, limits, hosts): collect reads within queueReadTimeout and sends
 // the metrics; without a database, or when the read fails, it exports none
 // of its gauges: absent series, not misleading zeros.
 type dbCollector struct {
