@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"errors"
 	"fmt"
 	nethttp "net/http"
 	"sort"
@@ -84,30 +83,11 @@ func (c *Console) showCalendars(w nethttp.ResponseWriter, r *nethttp.Request, s 
 	}
 	d := map[string]any{"Rows": calendarRows(cs, time.Now().UTC().Format(time.DateOnly)), "Form": f,
 		"MaxName": chronos.MaxCalendarNameLength, "MaxDescription": chronos.MaxDescriptionLength, "MaxYear": chronos.MaxCalendarYear}
-	d["Fields"], d["Other"] = calendarFieldErrors(err)
+	d["Fields"], d["Other"] = splitFieldErrors(err, []string{"name", "description", "dates"})
 	if err != nil {
 		d["Error"] = chronos.ErrorMessage(err)
 	}
 	c.render(w, r, s, code, "calendars", "Calendars", d)
-}
-
-// calendarFieldErrors splits an EINVALID's fields into those the form
-// shows under an input and the rest.
-func calendarFieldErrors(err error) (shown, other map[string]string) {
-	shown, other = map[string]string{}, map[string]string{}
-	var e *chronos.Error
-	if !errors.As(err, &e) {
-		return shown, other
-	}
-	for k, v := range e.Fields {
-		switch k {
-		case "name", "description", "dates":
-			shown[k] = v
-		default:
-			other[k] = v
-		}
-	}
-	return shown, other
 }
 
 // splitDates reads the dates field: one date a line or apart by commas,

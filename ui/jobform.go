@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -313,21 +314,31 @@ func cmpOr(v, def string) string {
 	return v
 }
 
-// fieldErrors splits an EINVALID's fields into those the form shows next
-// to an input and the rest.
+// jobFormFields are the job form's inputs, under which an EINVALID's
+// message for the field is shown.
+var jobFormFields = []string{"name", "description", "labels", "cron_expr", "run_at", "timezone", "target_url", "headers",
+	"payload", "secret_headers", "on_dead_url", "limit_key", "misfire", "starts_at", "ends_at", "exclude", "jitter_seconds",
+	"starting_deadline_seconds", "calendars", "calendar_policy", "timeout_seconds", "max_retries", "backoff",
+	"backoff_base_seconds", "backoff_max_seconds", "overlap"}
+
+// fieldErrors splits an EINVALID's fields into those the job form shows
+// next to an input and the rest.
 func fieldErrors(err error) (shown map[string]string, other map[string]string) {
+	return splitFieldErrors(err, jobFormFields)
+}
+
+// splitFieldErrors splits an EINVALID's fields into those a form shows
+// next to one of its inputs (inputs) and the rest, which it lists apart.
+func splitFieldErrors(err error, inputs []string) (shown, other map[string]string) {
 	shown, other = map[string]string{}, map[string]string{}
 	var e *chronos.Error
 	if !errors.As(err, &e) {
 		return shown, other
 	}
 	for k, v := range e.Fields {
-		switch k {
-		case "name", "description", "labels", "cron_expr", "run_at", "timezone", "target_url", "headers", "payload",
-			"secret_headers", "on_dead_url", "limit_key", "misfire", "starts_at", "ends_at", "exclude", "jitter_seconds", "starting_deadline_seconds",
-			"calendars", "calendar_policy", "timeout_seconds", "max_retries", "backoff", "backoff_base_seconds", "backoff_max_seconds", "overlap":
+		if slices.Contains(inputs, k) {
 			shown[k] = v
-		default:
+		} else {
 			other[k] = v
 		}
 	}
