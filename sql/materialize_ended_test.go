@@ -1,7 +1,6 @@
 package sql_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -80,6 +79,23 @@ func TestMaterializeFoldsFinishedJobAfterGap(t *testing.T) {
 	}
 }
 
+// finishedWithTwoDue creates a per-second cron job whose window ended a
+// moment ago (no next run) with two scheduled runs due that never
+// started, at and a second later.
+func finishedWithTwoDue(t *testing.T, db *sql.DB) (j *chronos.Job, at time.Time) {
+	t.Helper()
+	now := dbNow(t, db)
+	j = mustCreate(t, db, cronJob("* * * * * *"))
+	if _, err := db.Pool.Exec(t.Context(), "UPDATE jobs SET ends_at = $2 WHERE id = $1", j.ID, now.Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	setNextRunAt(t, db, j.ID, nil)
+	at = now.Add(-3 * time.Second).Truncate(time.Second)
+	insertScheduled(t, db, j.ID, at)
+	insertScheduled(t, db, j.ID, at.Add(time.Second))
+	return j, at
+}
+
 // TestClaimHoldsFinishedJobRunsUntilVouched: while no materializer pass
 // vouches for the present, the claim holds back a finished cron job's
 // scheduled runs (as it holds any job's that is behind), so none goes out
@@ -87,17 +103,8 @@ func TestMaterializeFoldsFinishedJobAfterGap(t *testing.T) {
 // and vouches, and the catch-up goes. Runs of other jobs are not held.
 func TestClaimHoldsFinishedJobRunsUntilVouched(t *testing.T) {
 	db, ctx := parallelDB(t)
-	now := dbNow(t, db)
-	j := mustCreate(t, db, cronJob("* * * * * *"))
+	j, at := finishedWithTwoDue(t, db)
 	other := mustCreate(t, db, cronJob("0 0 1 1 *"))
-	// Its window ended a moment ago; two of its runs never started.
-	if _, err := db.Pool.Exec(ctx, "UPDATE jobs SET ends_at = $2 WHERE id = $1", j.ID, now.Add(-time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	setNextRunAt(t, db, j.ID, nil)
-	at := now.Add(-3 * time.Second).Truncate(time.Second)
-	insertScheduled(t, db, j.ID, at)
-	insertScheduled(t, db, j.ID, at.Add(time.Second))
 	insertPending(t, db, other.ID, 1)
 
 	// The last pass vouched until a moment ago.
@@ -125,16 +132,8 @@ func TestClaimHoldsFinishedJobRunsUntilVouched(t *testing.T) {
 // nothing back and folds nothing.
 func TestClaimDoesNotHoldBeforeAnyPass(t *testing.T) {
 	db, ctx := parallelDB(t)
-	now := dbNow(t, db)
-	j := mustCreate(t, db, cronJob("* * * * * *"))
-	if _, err := db.Pool.Exec(ctx, "UPDATE jobs SET ends_at = $2 WHERE id = $1", j.ID, now.Add(-time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	setNextRunAt(t, db, j.ID, nil)
-	at := now.Add(-3 * time.Second).Truncate(time.Second)
-	insertScheduled(t, db, j.ID, at)
-	insertScheduled(t, db, j.ID, at.Add(time.Second))
-	if got, err := db.Claim(context.Background(), "w1", 10, time.Minute); err != nil || len(got) != 2 {
+	finishedWithTwoDue(t, db)
+	if got, err := db.Claim(ctx, "w1", 10, time.Minute); err != nil || len(got) != 2 {
 		t.Fatalf("claimed %d runs (%v), want both", len(got), err)
 	}
 }
