@@ -40,13 +40,15 @@ func vouch(ctx context.Context, tx pgx.Tx, now, dbNow time.Time, lookahead time.
 	return until != nil && until.Before(now), nil
 }
 
-// foldEndedSQL folds, after a gap, the runs a cron job whose window has
-// ended created ahead before it and that never started, by the job's
-// misfire policy, as foldGaps does for a job with a next occurrence: a job
-// with more than one such run due has a gap; "one" keeps the latest as its
-// catch-up (flagged) and deletes the others, "none" deletes them all, and
-// "all" keeps them (it is not selected). One run due is merely late. A
-// queue_one job's runs wait behind the active one by design, and are left.
+// foldEndedSQL deletes, after a gap, the runs a cron job whose window has
+// ended created ahead before it and that never started, when more than
+// one of them is due (one due is merely late), for the jobs whose misfire
+// policy folds them ("one" and "none"; "all" runs them, and is not
+// selected). A queue_one job's runs wait behind the active one by design,
+// and are left. It returns each run deleted with its job's policy, and
+// whether it was the job's latest, which "one" creates again as the gap's
+// catch-up (foldEnded): a new run, created now, as a gap's catch-up always
+// is.
 //
 // It starts from the finished cron jobs (job_schedules_unscheduled_idx
 // holds exactly the enabled cron jobs without a next run) and runs only on
@@ -63,47 +65,58 @@ const foldEndedSQL = `
 		   AND r.scheduled_at <= $1
 		 GROUP BY r.job_id, j.misfire
 		HAVING count(*) > 1
-	), folded AS (
-		DELETE FROM job_runs r USING stale
-		 WHERE r.job_id = stale.job_id AND r.trigger = 'schedule' AND r.status = 'pending'
-		   AND r.attempt_count = 0
-		   AND (r.scheduled_at < stale.latest OR (stale.misfire = 'none' AND r.scheduled_at = stale.latest))
-		RETURNING r.job_id
-	), flagged AS (
-		UPDATE job_runs r SET catch_up = true
-		  FROM stale
-		 WHERE stale.misfire = 'one' AND r.job_id = stale.job_id AND r.trigger = 'schedule'
-		   AND r.scheduled_at = stale.latest AND r.status = 'pending'
-		RETURNING r.job_id
 	)
-	SELECT stale.job_id, stale.misfire, stale.latest,
-	       (SELECT count(*) FROM folded f WHERE f.job_id = stale.job_id)::int,
-	       EXISTS (SELECT 1 FROM flagged f WHERE f.job_id = stale.job_id)
-	  FROM stale`
+	DELETE FROM job_runs r USING stale
+	 WHERE r.job_id = stale.job_id AND r.trigger = 'schedule' AND r.status = 'pending'
+	   AND r.attempt_count = 0 AND r.scheduled_at <= stale.latest
+	RETURNING r.job_id, stale.misfire, r.scheduled_at, coalesce(r.fire_at, r.available_at), r.scheduled_at = stale.latest`
 
 // foldEnded applies foldEndedSQL at now and records what it did in res:
-// under "one" a catch-up (res.CatchUps) standing for the runs it folded,
-// under "none" every run deleted as missed.
+// under "one" a catch-up run for the latest occurrence (res.Runs,
+// res.CatchUps) standing for the runs folded, under "none" every run
+// deleted as missed.
 func foldEnded(ctx context.Context, tx pgx.Tx, now time.Time, res *MaterializeResult) error {
 	rows, err := tx.Query(ctx, foldEndedSQL, now)
 	if err != nil {
 		return mapErr(err, "materialize: fold the runs of finished jobs")
 	}
 	var (
-		id      int64
-		misfire chronos.MisfirePolicy
-		latest  time.Time
-		folded  int
-		flagged bool
+		id         int64
+		misfire    chronos.MisfirePolicy
+		at, fireAt time.Time
+		latest     bool
+		folded     = map[int64]int{}
+		jobs       []int64
+		ats, fires []time.Time
 	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &misfire, &latest, &folded, &flagged}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &misfire, &at, &fireAt, &latest}, func() error {
 		switch {
 		case misfire == chronos.MisfireNone:
-			res.miss(id, chronos.SkipMisfire, folded)
-		case flagged:
-			res.CatchUps = append(res.CatchUps, CatchUp{JobID: id, At: latest.UTC(), Folded: folded})
+			res.miss(id, chronos.SkipMisfire, 1)
+		case latest:
+			jobs, ats, fires = append(jobs, id), append(ats, at), append(fires, fireAt)
+		default:
+			folded[id]++
 		}
 		return nil
 	})
-	return mapErr(err, "materialize: fold the runs of finished jobs")
+	if err != nil || len(jobs) == 0 {
+		return mapErr(err, "materialize: fold the runs of finished jobs")
+	}
+	rows, err = tx.Query(ctx, `
+		INSERT INTO job_runs (job_id, scheduled_at, trigger, catch_up, available_at, fire_at)
+		SELECT job_id, at, 'schedule', true, fire_at, fire_at
+		  FROM unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS v(job_id, at, fire_at)
+		ON CONFLICT (job_id, scheduled_at) WHERE trigger = 'schedule' DO NOTHING
+		RETURNING `+runColumns, jobs, ats, fires)
+	runs, err := collect(rows, err, "materialize: create the catch-ups of finished jobs", scanRun)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		res.CatchUps = append(res.CatchUps, CatchUp{JobID: r.JobID, At: r.ScheduledAt, Folded: folded[r.JobID]})
+	}
+	res.Runs = append(res.Runs, runs...)
+	res.Created += len(runs)
+	return nil
 }

@@ -53,14 +53,17 @@ func TestMaterializeFoldsFinishedJobAfterGap(t *testing.T) {
 		t.Fatalf("a pass within the vouched lookahead folded: %+v %v", res, err)
 	}
 
+	before := scheduledRuns(t, db, one.ID)
+	lastAhead := before[len(before)-1].ID
+
 	// A minute on, nothing has vouched for the present since then: a gap.
 	res, err = db.Materialize(ctx, now.Add(time.Minute), time.Second, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rs := scheduledRuns(t, db, one.ID)
-	if len(rs) != 1 || !rs[0].CatchUp || !rs[0].ScheduledAt.Equal(ends) {
-		t.Fatalf("misfire one: runs %+v, want only %v, flagged as the catch-up", rs, ends)
+	if len(rs) != 1 || !rs[0].CatchUp || !rs[0].ScheduledAt.Equal(ends) || rs[0].ID == lastAhead {
+		t.Fatalf("misfire one: runs %+v, want only a new run for %v, flagged as the catch-up", rs, ends)
 	}
 	if len(res.CatchUps) != 1 || res.CatchUps[0] != (sql.CatchUp{JobID: one.ID, At: ends, Folded: created - 1}) {
 		t.Fatalf("catch-ups %+v, want job %d at %v folding %d", res.CatchUps, one.ID, ends, created-1)
