@@ -482,11 +482,10 @@ func (s *seqRun) checkOneShot(d *checkData, j *mjob) {
 // when its run's first delivery came more than modelLate after the
 // occurrence. Left out: queue_one (a queued run waits by design, and so
 // around a change of overlap), runs whose first attempt was lost with a
-// killed worker (the reclaim makes them late), one-shots (their one
-// run is the only late request there can be), and runs created ahead of
-// a job whose window had ended when they went out (a known limitation,
-// see docs/scheduling.md, "Misfires"). Late runs whose first
-// deliveries lie within 3 s of each other belong to one gap.
+// killed worker (the reclaim makes them late) and one-shots (their one
+// run is the only late request there can be). A job whose window ended
+// during the gap is held to the same rule (migration 036). Late runs
+// whose first deliveries lie within 3 s of each other belong to one gap.
 func (s *seqRun) checkLate(d *checkData, j *mjob) {
 	type late struct {
 		r     *mrun
@@ -509,13 +508,6 @@ func (s *seqRun) checkLate(d *checkData, j *mjob) {
 			}
 			// A run its limit holds waits for room by design.
 			if st.LimitKey != "" {
-				exempt = true
-			}
-			// A run created ahead of a job whose window had ended by the
-			// time it went out: a known limitation (docs/scheduling.md,
-			// "Misfires"): with no next occurrence, no gap is seen, and
-			// such runs are not folded into one catch-up.
-			if st.EndsAt != nil && !st.EndsAt.After(first.At) && r.Created.Before(r.Sched) {
 				exempt = true
 			}
 		}
