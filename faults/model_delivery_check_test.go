@@ -18,9 +18,11 @@ import (
 // calendars applied, and every change to "no occurrence lost or doubled"
 // by the rule of a PATCH of the schedule.
 
-// checkDeliveryControl runs the limit and backfill invariants.
+// checkDeliveryControl runs the limit (concurrency and rate) and
+// backfill invariants.
 func (s *seqRun) checkDeliveryControl(d *checkData) {
 	s.checkLimits(d)
+	s.checkRates(d)
 	s.checkBackfills(d)
 	s.checkBackfillFlag(d)
 	s.checkOneRunPerOccurrence(d)

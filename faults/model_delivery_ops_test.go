@@ -65,12 +65,14 @@ type mbackfill struct {
 type deliveryModel struct {
 	limits    map[string][]limitVersion // by key, in the order put
 	uncertain map[string]bool           // limits whose last change has no answer: not checked
+	unknown   map[string][]time.Time    // when each change of unknown outcome was sent, by key (checkRates stops there)
 	cals      map[string][]string       // each calendar's dates as last put
 	backfills []*mbackfill
 }
 
 func newDeliveryModel() *deliveryModel {
-	return &deliveryModel{limits: map[string][]limitVersion{}, uncertain: map[string]bool{}, cals: map[string][]string{}}
+	return &deliveryModel{limits: map[string][]limitVersion{}, uncertain: map[string]bool{}, unknown: map[string][]time.Time{},
+		cals: map[string][]string{}}
 }
 
 // declared lists the keys whose limit exists as far as the model knows.
@@ -99,7 +101,7 @@ func (s *seqRun) deliveryOp(k int) {
 }
 
 // limitOp puts a limit (a concurrency limit of 1 to 3, a rate of 3 to 8
-// per 1 or 2 s, or both), PATCHes an enabled job's limit_key to a
+// per 1 or 2 s, or both: see limitBody), PATCHes an enabled job's limit_key to a
 // declared limit (or clears it), or deletes a limit.
 func (s *seqRun) limitOp() {
 	kind := s.rng.IntN(100)
@@ -146,9 +148,23 @@ func (s *seqRun) deliveryOnCreate(body map[string]any, cron bool) {
 }
 
 // limitBody is a random limit: a concurrency limit of 1 to 3, a rate of
-// 3 to 8 per 1 or 2 s, or both.
+// 3 to 8 per 1 or 2 s, or both. With -model.slowrates the rate is 1 to 8
+// instead, and 1 to 3 are slow: one every 1 or 2 s, with that burst. A
+// key's jobs send it about a request a second between bursts (catch-ups,
+// backfills, retries), which only a slow rate holds back: then the rate
+// check has requests the bucket decided, as slow targets give the
+// concurrency check. Off by default (see the flag).
 func (s *seqRun) limitBody() map[string]any {
-	shape, conc, rate, per := s.rng.IntN(3), 1+s.rng.IntN(3), 3+s.rng.IntN(6), 1+s.rng.IntN(2)
+	rates := 6
+	if *modelSlowRates {
+		rates = 8
+	}
+	shape, conc, rate, per := s.rng.IntN(3), 1+s.rng.IntN(3), 3+s.rng.IntN(rates), 1+s.rng.IntN(2)
+	if *modelSlowRates {
+		if rate -= 2; rate <= 3 {
+			per *= rate
+		}
+	}
 	body := map[string]any{}
 	if shape != 1 {
 		body["max_concurrency"] = conc
@@ -181,6 +197,7 @@ func (s *seqRun) putLimit(key string, body map[string]any) {
 	if err != nil || code != http.StatusOK && code != http.StatusCreated {
 		s.violate("api", "limit %s: HTTP %d %v", desc, code, err)
 		s.dc.uncertain[key] = true
+		s.dc.unknown[key] = append(s.dc.unknown[key], sent)
 		s.logOp("limit", desc)
 		return
 	}
@@ -215,6 +232,7 @@ func (s *seqRun) deleteLimit(key string) {
 	case err != nil || code >= 500:
 		s.violate("api", "limit %s: HTTP %d %v", desc, code, err)
 		s.dc.uncertain[key] = true
+		s.dc.unknown[key] = append(s.dc.unknown[key], sent)
 	case code == want || unsure || s.dc.uncertain[key]:
 		if code == http.StatusNoContent {
 			delete(s.dc.uncertain, key)

@@ -36,8 +36,16 @@ var (
 	modelDuration = flag.Duration("model.duration", 0, "TestModel: run sequences until this long has passed (0: the short run)")
 	modelSeq      = flag.Int("model.seq", -1, "TestModel: run only this sequence of the seed (reproduces a failure)")
 	modelOpsFor   = flag.Duration("model.ops", 0, "TestModel: length of each sequence's operation phase (0: by mode)")
-	modelDCWeight = flag.Int("model.dc", 12, "TestModel: weight of the delivery-control operations (limits, backfills, calendars) beside the others' 120")
+	modelDCWeight = flag.Int("model.dc", modelDCDefault, "TestModel: weight of the delivery-control operations (limits, backfills, calendars) beside the others' 120")
+	// modelSlowRates is off by default: runs a slow rate holds meet an
+	// occurrence lost without a catch-up (missing-occurrence: -model.seed=43
+	// -model.seq=2 -model.ops=20s -model.dc=40 -model.slowrates, also at
+	// 683fd65, before the rate check), not yet explained.
+	modelSlowRates = flag.Bool("model.slowrates", false, "TestModel: some limits' rates are slow (one every 1 or 2 s), which the model's jobs exceed (see limitBody)")
 )
+
+// modelDCDefault is -model.dc's default weight.
+const modelDCDefault = 12
 
 // Model timing. The cluster runs with a short lease, reaper and shutdown
 // grace so that every path (reclaim, release at shutdown, retries) is
@@ -271,6 +279,7 @@ type modelTotals struct {
 	deliveries, catchUps, apiCalls int
 	stalls                         int
 	backfilled, limited, atLimit   int
+	rated, atRate                  int
 	violations                     map[string]int
 	opKinds                        map[string]int
 }
@@ -289,6 +298,8 @@ func (m *modelTotals) add(s *seqRun) {
 	m.backfilled += s.fig.backfilled
 	m.limited += s.fig.limited
 	m.atLimit += s.fig.atLimit
+	m.rated += s.fig.rated
+	m.atRate += s.fig.atRate
 	for _, v := range s.vs {
 		m.violations[v.kind]++
 	}
@@ -334,8 +345,8 @@ func TestModel(t *testing.T) {
 	if *modelSeq >= 0 {
 		sequences, deadline = *modelSeq+1, time.Time{}
 	}
-	t.Logf("model: seed %d (replay sequence N: go test ./faults/ -run 'TestModel/seqN$' -model.seed=%d -model.ops=%s -model.seq=N); %s",
-		seed, seed, opsFor, skewSupport(t))
+	t.Logf("model: seed %d (replay sequence N: go test ./faults/ -run 'TestModel/seqN$' -model.seed=%d -model.ops=%s -model.seq=N%s); %s",
+		seed, seed, opsFor, replayFlags(), skewSupport(t))
 	tot := &modelTotals{violations: map[string]int{}, opKinds: map[string]int{}}
 	start := time.Now()
 	for i := range sequences {
@@ -362,9 +373,23 @@ func TestModel(t *testing.T) {
 			total += tot.violations[k]
 		}
 	}
-	t.Logf("model: seed %d: %d sequences in %s, %d operations %v, %d API calls, %d jobs, %d runs (%d catch-up, %d backfilled), %d deliveries (%d under a limit, %d of them filling it); %d occurrences folded or missed in gaps under a lock holder that created no run; %d violations (gated invariants counted apart) %s",
+	t.Logf("model: seed %d: %d sequences in %s, %d operations %v, %d API calls, %d jobs, %d runs (%d catch-up, %d backfilled), %d deliveries (%d under a limit, %d of them filling it; %d under a rate, %d of them past its burst); %d occurrences folded or missed in gaps under a lock holder that created no run; %d violations (gated invariants counted apart) %s",
 		seed, tot.sequences, time.Since(start).Round(time.Second), tot.ops, tot.opKinds, tot.apiCalls, tot.jobs, tot.runs,
-		tot.catchUps, tot.backfilled, tot.deliveries, tot.limited, tot.atLimit, tot.stalls, total, strings.Join(vs, " "))
+		tot.catchUps, tot.backfilled, tot.deliveries, tot.limited, tot.atLimit, tot.rated, tot.atRate, tot.stalls, total, strings.Join(vs, " "))
+}
+
+// replayFlags are the flags besides the seed, the sequence and its length
+// that change a sequence's operations, when not at their defaults: a
+// replay needs them too.
+func replayFlags() string {
+	out := ""
+	if *modelDCWeight != modelDCDefault {
+		out += fmt.Sprintf(" -model.dc=%d", *modelDCWeight)
+	}
+	if *modelSlowRates {
+		out += " -model.slowrates"
+	}
+	return out
 }
 
 // skewSupport says whether the built chronos knows CHRONOS_CLOCK_SKEW
@@ -414,8 +439,11 @@ type seqRun struct {
 
 	// backfilled: runs created by backfills; limited: requests whose
 	// limit key is certain, which checkLimits counts; atLimit: those of
-	// them that arrived with their key's concurrency limit reached.
-	fig struct{ runs, deliveries, catchUps, backfilled, limited, atLimit int }
+	// them that arrived with their key's concurrency limit reached; rated:
+	// those that checkRates holds to a rate in force; atRate: those of
+	// them that ended a run of arrivals past the key's burst that came at
+	// its rate (the bucket held them back: see rateStretch.atRate).
+	fig struct{ runs, deliveries, catchUps, backfilled, limited, atLimit, rated, atRate int }
 }
 
 // seqRand is the random stream of sequence seq of seed: ChaCha8 keyed
@@ -707,8 +735,9 @@ func (s *seqRun) jobName(id int64) string {
 // report fails the sequence with its violations, seed and operations.
 func (s *seqRun) report() {
 	t := s.t
-	t.Logf("sequence %d: %d ops, %d jobs, %d runs (%d catch-up, %d backfilled), %d deliveries (%d under a limit, %d of them filling it), %d stops/kills/stalls, %d violations; %d occurrences folded or missed in a gap under a lock holder that created no run (stalled or stopping)",
-		s.seq, s.nops, len(s.jobs), s.fig.runs, s.fig.catchUps, s.fig.backfilled, s.fig.deliveries, s.fig.limited, s.fig.atLimit, len(s.stops), len(s.vs), s.stalls)
+	t.Logf("sequence %d: %d ops, %d jobs, %d runs (%d catch-up, %d backfilled), %d deliveries (%d under a limit, %d of them filling it; %d under a rate, %d of them past its burst), %d stops/kills/stalls, %d violations; %d occurrences folded or missed in a gap under a lock holder that created no run (stalled or stopping)",
+		s.seq, s.nops, len(s.jobs), s.fig.runs, s.fig.catchUps, s.fig.backfilled, s.fig.deliveries, s.fig.limited, s.fig.atLimit, s.fig.rated, s.fig.atRate,
+		len(s.stops), len(s.vs), s.stalls)
 	if len(s.vs) == 0 {
 		if testing.Verbose() {
 			t.Logf("operations:\n%s", strings.Join(s.ops, "\n"))
@@ -720,9 +749,9 @@ func (s *seqRun) report() {
 		byKind[v.kind] = append(byKind[v.kind], v.msg)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "model: seed %d sequence %d: %d violations (replay: go test ./faults/ -run 'TestModel/seq%d$' -model.seed=%d -model.ops=%s -model.seq=%d;"+
+	fmt.Fprintf(&b, "model: seed %d sequence %d: %d violations (replay: go test ./faults/ -run 'TestModel/seq%d$' -model.seed=%d -model.ops=%s -model.seq=%d%s;"+
 		" the same operations in the same order, on whatever timing the machine gives)\n",
-		s.seed, s.seq, len(s.vs), s.seq, s.seed, s.opsFor, s.seq)
+		s.seed, s.seq, len(s.vs), s.seq, s.seed, s.opsFor, s.seq, replayFlags())
 	for _, k := range slices.Sorted(maps.Keys(byKind)) {
 		msgs := byKind[k]
 		fmt.Fprintf(&b, "  %s (%d):\n", k, len(msgs))
