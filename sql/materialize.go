@@ -369,7 +369,7 @@ func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time
 	rows, err := tx.Query(ctx, `
 		DELETE FROM job_runs r USING unnest($1::bigint[], $2::timestamptz[]) AS g(job_id, at), jobs j
 		 WHERE r.job_id = g.job_id AND r.trigger = 'schedule' AND r.status = 'pending'
-		   AND r.attempt_count = 0 AND r.scheduled_at < g.at
+		   AND r.attempt_count = 0 AND r.scheduled_at < g.at AND `+notOvertakenSQL+`
 		   AND j.id = g.job_id AND j.overlap <> 'queue_one'
 		RETURNING r.job_id`, ids, ats)
 	if err != nil {
@@ -389,14 +389,25 @@ func foldGaps(ctx context.Context, tx pgx.Tx, jobs []*chronos.Job, now time.Time
 	return gaps, nil
 }
 
+// notOvertakenSQL is whether the pending scheduled run r may belong to a
+// gap: no later scheduled run of its job has been attempted. A run that a
+// later one overtook (its limit or its host held it while the later one
+// found room) was not left behind by the gap: the cluster was delivering
+// the job past it. It is a backlog, which waits for room, and neither a
+// fold nor gap detection counts it.
+const notOvertakenSQL = `NOT EXISTS (
+		SELECT 1 FROM job_runs d
+		 WHERE d.job_id = r.job_id AND d.trigger = 'schedule' AND d.scheduled_at > r.scheduled_at
+		   AND d.attempt_count > 0)`
+
 // countStale counts, per job, the runs created ahead that are due and have
-// not started.
+// not started, and that no later run of the job overtook (notOvertakenSQL).
 func countStale(ctx context.Context, tx pgx.Tx, jobs []int64, now time.Time, stale map[int64]int) error {
 	rows, err := tx.Query(ctx, `
-		SELECT job_id, count(*) FROM job_runs
-		 WHERE job_id = ANY($1) AND trigger = 'schedule' AND status = 'pending'
-		   AND attempt_count = 0 AND scheduled_at <= $2
-		 GROUP BY job_id`, jobs, now)
+		SELECT r.job_id, count(*) FROM job_runs r
+		 WHERE r.job_id = ANY($1) AND r.trigger = 'schedule' AND r.status = 'pending'
+		   AND r.attempt_count = 0 AND r.scheduled_at <= $2 AND `+notOvertakenSQL+`
+		 GROUP BY r.job_id`, jobs, now)
 	if err != nil {
 		return mapErr(err, "materialize: runs of jobs behind")
 	}

@@ -62,13 +62,13 @@ const foldEndedSQL = `
 		 WHERE s.enabled AND s.cron AND s.next_run_at IS NULL
 		   AND j.overlap <> 'queue_one' AND j.misfire <> 'all'
 		   AND r.trigger = 'schedule' AND r.status = 'pending' AND r.attempt_count = 0
-		   AND r.scheduled_at <= $1
+		   AND r.scheduled_at <= $1 AND ` + notOvertakenSQL + `
 		 GROUP BY r.job_id, j.misfire
 		HAVING count(*) > 1
 	)
 	DELETE FROM job_runs r USING stale
 	 WHERE r.job_id = stale.job_id AND r.trigger = 'schedule' AND r.status = 'pending'
-	   AND r.attempt_count = 0 AND r.scheduled_at <= stale.latest
+	   AND r.attempt_count = 0 AND r.scheduled_at <= stale.latest AND ` + notOvertakenSQL + `
 	RETURNING r.job_id, stale.misfire, r.scheduled_at, coalesce(r.fire_at, r.available_at), r.scheduled_at = stale.latest`
 
 // foldEnded applies foldEndedSQL at now and records what it did in res:
