@@ -335,10 +335,14 @@ func (db *DB) reportHost(ctx context.Context, r HostReport, b Breaker) (HostChan
 	}
 	switch {
 	case c.Opened:
+		// The cooldown runs from this statement, not from the start of the
+		// transaction (now()), which may have waited for the host's row
+		// behind another instance's report: the last failure may have
+		// arrived after that start.
 		err = tx.QueryRow(ctx, `
 			UPDATE hosts
-			   SET consecutive_failures = $2, opened_at = now(),
-			       open_until = now() + $3::bigint * interval '1 microsecond',
+			   SET consecutive_failures = $2, opened_at = clock_timestamp(),
+			       open_until = clock_timestamp() + $3::bigint * interval '1 microsecond',
 			       probe_run_id = NULL, held_until = 'infinity', breaker_opens = breaker_opens + 1,
 			       last_status_code = coalesce($4, last_status_code), last_error = coalesce($5, last_error),
 			       updated_at = now()

@@ -44,9 +44,24 @@ type browserLog struct {
 }
 
 func (l *browserLog) add(s string) {
+	if abortedRequest(s) {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.errors = append(l.errors, s)
+}
+
+// abortedRequest reports whether s is htmx telling of a request the
+// browser cancelled: a click or a navigation that leaves the page while
+// one of its htmx requests is in flight (the job page polls its runs; on
+// a loaded machine a test's click lands during a poll). A person sees
+// nothing of it. htmx logs the abort as two errors, htmx:afterRequest and
+// htmx:sendAbort; a failed request's afterRequest comes with
+// htmx:sendError or htmx:timeout, and an error status with
+// htmx:responseError, which still count.
+func abortedRequest(s string) bool {
+	return strings.HasPrefix(s, `console.error: "htmx:sendAbort`) || strings.HasPrefix(s, `console.error: "htmx:afterRequest`)
 }
 
 // Errors returns what was collected so far.
