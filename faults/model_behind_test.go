@@ -25,8 +25,14 @@ import (
 // creates no run is none, to the schedule). The lock alone cannot tell the
 // two apart; these samples can.
 
+// A cron job whose window has ended has no next_run_at: it is behind when
+// the last materializer pass stopped vouching for the present
+// (chronos_materializer.valid_until, migration 036) a second or more
+// before now(), which is when the claim holds its runs and the next pass
+// may fold them.
+
 // behindSample is one sample: the database's now() and the enabled jobs
-// whose next_run_at lay a second or more before it.
+// behind at it.
 type behindSample struct {
 	at   time.Time
 	jobs []int64
@@ -57,7 +63,9 @@ func (b *behindSampler) sample(ctx context.Context, s *seqRun) {
 	var x behindSample
 	err := s.c.db.Pool.QueryRow(qctx, `
 		SELECT now(), coalesce(array_agg(job_id), '{}') FROM job_schedules
-		 WHERE enabled AND next_run_at <= now() - interval '1 second'`).Scan(&x.at, &x.jobs)
+		 WHERE enabled AND (next_run_at <= now() - interval '1 second'
+		       OR (cron AND next_run_at IS NULL
+		           AND (SELECT valid_until <= now() - interval '1 second' FROM chronos_materializer)))`).Scan(&x.at, &x.jobs)
 	if err != nil {
 		return
 	}

@@ -148,12 +148,12 @@ func (s *seqRun) deliveryOnCreate(body map[string]any, cron bool) {
 }
 
 // limitBody is a random limit: a concurrency limit of 1 to 3, a rate of
-// 3 to 8 per 1 or 2 s, or both. With -model.slowrates the rate is 1 to 8
+// 3 to 8 per 1 or 2 s, or both. With -model.slowrates (the default) the rate is 1 to 8
 // instead, and 1 to 3 are slow: one every 1 or 2 s, with that burst. A
 // key's jobs send it about a request a second between bursts (catch-ups,
 // backfills, retries), which only a slow rate holds back: then the rate
 // check has requests the bucket decided, as slow targets give the
-// concurrency check. Off by default (see the flag).
+// concurrency check. On by default (see the flag).
 func (s *seqRun) limitBody() map[string]any {
 	rates := 6
 	if *modelSlowRates {
