@@ -36,7 +36,7 @@ func endedJob(t *testing.T, db *sql.DB, now, ends time.Time, misfire chronos.Mis
 func TestMaterializeFoldsFinishedJobAfterGap(t *testing.T) {
 	db, ctx := parallelDB(t)
 	now := dbNow(t, db).Truncate(time.Second)
-	ends := now.Add(5 * time.Second) // room for the creations on a loaded machine
+	ends := now.Add(30 * time.Second) // room for the creations on a loaded machine (5 s was not)
 	one := endedJob(t, db, now, ends, chronos.MisfireOne)
 	none := endedJob(t, db, now, ends, chronos.MisfireNone)
 	all := endedJob(t, db, now, ends, chronos.MisfireAll)
