@@ -85,7 +85,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 	// The schedule's inputs follow the radio.
 	run(t, ctx, "open the edit form",
 		chromedp.Navigate(base+"/ui/jobs/"+id+"/edit"),
-		chromedp.WaitVisible(css("#cron_expr")),
+		retryStale(chromedp.WaitVisible(css("#cron_expr"))),
 		until(visible("cron_expr")+` && !`+visible("run_at")+` && `+visible("starts_at")+` && `+visible("exclude"), 5*time.Second),
 		click(`input[name=kind][value=once]`),
 		until(`!`+visible("cron_expr")+` && `+visible("run_at")+` && !`+visible("starts_at")+` && !`+visible("exclude"), 5*time.Second),
@@ -157,7 +157,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 	// header keeps its value.
 	run(t, ctx, "save unchanged",
 		chromedp.Navigate(base+"/ui/jobs/"+id+"/edit"),
-		chromedp.WaitVisible(css("#name")),
+		retryStale(chromedp.WaitVisible(css("#name"))),
 		click("form.form button.primary"),
 		until(`document.getElementById("notice").textContent === "Saved."`, 10*time.Second))
 	again, err := api.GetJob(bg, j.ID)
@@ -172,7 +172,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 	// A one-shot: run_at set, the cron-only fields cleared.
 	run(t, ctx, "make it a one-shot",
 		chromedp.Navigate(base+"/ui/jobs/"+id+"/edit"),
-		chromedp.WaitVisible(css("#name")),
+		retryStale(chromedp.WaitVisible(css("#name"))),
 		click(`input[name=kind][value=once]`),
 		setField("run_at", "2035-03-01T09:30:00"),
 		setField("jitter_seconds", "0"), setField("starting_deadline_seconds", ""), setField("on_dead_url", ""), setField("misfire", "none"),
@@ -194,7 +194,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 	secretOf := func(step, grace string) string {
 		run(t, ctx, step,
 			chromedp.Navigate(base+"/ui/jobs/"+id+"#secrets"),
-			chromedp.WaitVisible(css("#rotate-secret")),
+			retryStale(chromedp.WaitVisible(css("#rotate-secret"))),
 			setField("grace_seconds", grace),
 			click("#rotate-secret"),
 			until(`document.getElementById("new-secret") !== null`, 10*time.Second))
@@ -218,7 +218,7 @@ func TestBrowserEditsEveryField(t *testing.T) {
 		rotated.SigningSecrets[0].ExpiresAt.Sub(rotated.SigningSecrets[1].CreatedAt) != time.Hour || rotated.SigningSecrets[1].ExpiresAt != nil {
 		t.Errorf("after rotating with an hour's grace the API shows %+v, want the old secret until an hour from now and a new current one", rotated.SigningSecrets)
 	}
-	run(t, ctx, "the job page", chromedp.Navigate(base+"/ui/jobs/"+id), chromedp.WaitVisible(css("#secrets")))
+	run(t, ctx, "the job page", chromedp.Navigate(base+"/ui/jobs/"+id), retryStale(chromedp.WaitVisible(css("#secrets"))))
 	body := value(t, ctx, "read the job page", js[string](`document.documentElement.outerHTML`))
 	if strings.Contains(body, first) || strings.Contains(body, second) {
 		t.Error("the job page shows a signing secret's value")
@@ -294,7 +294,7 @@ func TestBrowserCalendarAndBackfill(t *testing.T) {
 
 	run(t, ctx, "the form sets the calendar policy",
 		chromedp.Navigate(base+"/ui/jobs/"+id+"/edit"),
-		chromedp.WaitVisible(css("#calendars")),
+		retryStale(chromedp.WaitVisible(css("#calendars"))),
 		until(`document.getElementById("calendars").value === "closures"`, 5*time.Second),
 		setField("calendar_policy", "next_business_day"),
 		click("form.form button.primary"),

@@ -241,10 +241,17 @@ func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 // redirect: "Could not find node with given id"), it queries again, up
 // to three times: the element is there, only its node id went stale.
 func click(sel string) chromedp.Action[chromedp.Void] {
+	return retryStale(chromedp.Click(css(sel)))
+}
+
+// retryStale runs a, and again (up to three times in all) while the
+// browser answers that the node it found went stale: a page still
+// settling after a navigation replaced it. Each try queries anew.
+func retryStale(a chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		var err error
 		for range 3 {
-			if _, err = chromedp.Click(css(sel))(ctx, tg); err == nil || !staleNode(err) {
+			if _, err = a(ctx, tg); err == nil || !staleNode(err) {
 				return err
 			}
 		}

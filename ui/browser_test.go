@@ -46,8 +46,8 @@ func TestBrowser(t *testing.T) {
 	// Sign in: the console sends a stranger to the sign-in form.
 	run(t, ctx, "sign in",
 		chromedp.Navigate(base+"/ui/"),
-		chromedp.WaitVisible(css("#key")),
-		chromedp.SendKeys(css("#key"), writeKey),
+		retryStale(chromedp.WaitVisible(css("#key"))),
+		retryStale(chromedp.SendKeys(css("#key"), writeKey)),
 		click("main form button[type=submit]"),
 		until(`document.querySelector("h1") && document.querySelector("h1").textContent === "Overview"`, 10*time.Second))
 
@@ -62,19 +62,19 @@ func TestBrowser(t *testing.T) {
 	preview := `document.getElementById("cron-preview").textContent`
 	run(t, ctx, "open the form",
 		chromedp.Navigate(base+"/ui/jobs/new"),
-		chromedp.WaitVisible(css("#name")),
+		retryStale(chromedp.WaitVisible(css("#name"))),
 		until(preview+`.includes("Type a cron expression")`, 10*time.Second),
 		chromedp.SetValue(css("#timezone"), "Europe/Berlin"),
-		chromedp.SendKeys(css("#name"), name),
-		chromedp.SendKeys(css("#labels"), "team=core env=prod"))
+		retryStale(chromedp.SendKeys(css("#name"), name)),
+		retryStale(chromedp.SendKeys(css("#labels"), "team=core env=prod")))
 	run(t, ctx, "type a schedule that does not parse",
-		chromedp.SendKeys(css("#cron_expr"), "61 * * * *"),
+		retryStale(chromedp.SendKeys(css("#cron_expr"), "61 * * * *")),
 		until(preview+`.includes("This schedule does not work") && `+preview+`.includes("cron_expr")`, 10*time.Second))
 	run(t, ctx, "correct it",
-		chromedp.SendKeys(css("#cron_expr"), strings.Repeat(kb.Backspace, len("61 * * * *"))+"* * * * * *"),
+		retryStale(chromedp.SendKeys(css("#cron_expr"), strings.Repeat(kb.Backspace, len("61 * * * *"))+"* * * * * *")),
 		until(`document.querySelectorAll("#cron-preview table.fires tbody tr").length === 10 && `+preview+`.includes("In Europe/Berlin")`, 10*time.Second))
 	run(t, ctx, "create the job",
-		chromedp.SendKeys(css("#target_url"), tg.URL+"/ok"),
+		retryStale(chromedp.SendKeys(css("#target_url"), tg.URL+"/ok")),
 		click("form.form button.primary"),
 		until(`/^\/ui\/jobs\/\d+$/.test(location.pathname) && document.getElementById("notice").textContent === "Job created."`, 10*time.Second))
 	path := value(t, ctx, "read the job page", js[string](`location.pathname`))
@@ -114,12 +114,12 @@ func TestBrowser(t *testing.T) {
 	run(t, ctx, "search by name",
 		chromedp.Navigate(base+"/ui/jobs"),
 		until(rows+`.length === 2`, 10*time.Second),
-		chromedp.SendKeys(css("#q"), "every sec\r"),
+		retryStale(chromedp.SendKeys(css("#q"), "every sec\r")),
 		until(`location.search.includes("q=every") && `+rows+`.length === 1 && document.querySelector("`+row+`") !== null`, 10*time.Second))
 	run(t, ctx, "filter by a label",
 		chromedp.Navigate(base+"/ui/jobs"),
-		chromedp.WaitVisible(css("#label")),
-		chromedp.SendKeys(css("#label"), "team=core\r"),
+		retryStale(chromedp.WaitVisible(css("#label"))),
+		retryStale(chromedp.SendKeys(css("#label"), "team=core\r")),
 		until(`location.search.includes("label=team") && `+rows+`.length === 1 && document.querySelector("`+row+`") !== null`, 10*time.Second),
 		click(row+` .labels a.tag[href$="team%3dcore"]`),
 		until(`document.getElementById("label").value === "team=core" && `+rows+`.length === 1`, 10*time.Second))
@@ -129,7 +129,7 @@ func TestBrowser(t *testing.T) {
 	pause := row + ` button[formaction$="/pause"]`
 	run(t, ctx, "open the job list",
 		chromedp.Navigate(base+"/ui/jobs"),
-		chromedp.WaitVisible(css(pause)))
+		retryStale(chromedp.WaitVisible(css(pause))))
 	tabTo(t, ctx, pause, "the Pause button")
 	run(t, ctx, "pause it",
 		chromedp.KeyEvent("\r"),
@@ -140,7 +140,7 @@ func TestBrowser(t *testing.T) {
 	// The job's history shows the pause: who, and enabled before and after.
 	run(t, ctx, "read the history",
 		chromedp.Navigate(base+"/ui/jobs/"+strconv.FormatInt(jobID, 10)),
-		chromedp.WaitVisible(css("#history")))
+		retryStale(chromedp.WaitVisible(css("#history"))))
 	hist := value(t, ctx, "read the history", js[[]string](`[...document.querySelectorAll("#history tbody tr")].map(tr => [...tr.children].slice(1).map(td => td.textContent.trim()).join(" | "))`))
 	if len(hist) != 2 || hist[0] != "ops | pause | enabled: true → false" || !strings.HasPrefix(hist[1], "ops | create |") {
 		t.Errorf("the history shows %q, want a pause by ops (enabled true → false) over the create", hist)
@@ -152,7 +152,7 @@ func TestBrowser(t *testing.T) {
 	reactortest.WaitStatus(t, e.in.DB, dead.ID, chronos.StatusDead, 30*time.Second)
 	run(t, ctx, "open the dead run",
 		chromedp.Navigate(base+"/ui/runs/"+strconv.FormatInt(dead.ID, 10)),
-		chromedp.WaitVisible(css("pre.body")))
+		retryStale(chromedp.WaitVisible(css("pre.body"))))
 	body := value(t, ctx, "read the response body", js[string](`document.querySelector("pre.body").textContent`))
 	if body != hostile {
 		t.Errorf("the run page shows the response body as %q, want the text %q", body, hostile)
@@ -235,12 +235,12 @@ func TestBrowser(t *testing.T) {
 			return err
 		}),
 		until(`location.pathname === "/ui/login"`, 10*time.Second),
-		chromedp.WaitVisible(css("#key")),
-		chromedp.SendKeys(css("#key"), readKey),
+		retryStale(chromedp.WaitVisible(css("#key"))),
+		retryStale(chromedp.SendKeys(css("#key"), readKey)),
 		click("main form button[type=submit]"),
 		until(`document.querySelector("h1") && document.querySelector("h1").textContent === "Overview"`, 10*time.Second),
 		chromedp.Navigate(base+"/ui/jobs"),
-		chromedp.WaitVisible(css("table.list")))
+		retryStale(chromedp.WaitVisible(css("table.list"))))
 	controls := value(t, ctx, "count controls", js[int](`document.querySelectorAll("main button, main a.button").length - document.querySelectorAll("form.filters button").length`))
 	if controls != 0 {
 		t.Errorf("a reader sees %d controls on the job list", controls)

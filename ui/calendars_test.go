@@ -153,7 +153,7 @@ func TestBrowserCalendarsPage(t *testing.T) {
 	row := `document.getElementById("calendar-office-closures")`
 	run(t, ctx, "create a calendar",
 		chromedp.Navigate(base+"/ui/calendars"),
-		chromedp.WaitVisible(css("#calendar-form")),
+		retryStale(chromedp.WaitVisible(css("#calendar-form"))),
 		setField("name", "office-closures"),
 		setField("description", "Office closed"),
 		setField("dates", "2030-12-24\n2030-12-25, 2030-12-31"),

@@ -107,10 +107,10 @@ func TestScreenshots(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		run(t, ctx, "sign-in page", chromedp.Navigate(e.srv.URL+"/ui/login"), chromedp.WaitVisible(css("#key")))
+		run(t, ctx, "sign-in page", chromedp.Navigate(e.srv.URL+"/ui/login"), retryStale(chromedp.WaitVisible(css("#key"))))
 		shot("sign-in")
 		run(t, ctx, "sign in",
-			chromedp.SendKeys(css("#key"), writeKey),
+			retryStale(chromedp.SendKeys(css("#key"), writeKey)),
 			click("main form button[type=submit]"),
 			until(`location.pathname === "/ui/"`, 10*time.Second))
 		for _, p := range pages {
@@ -123,7 +123,7 @@ func TestScreenshots(t *testing.T) {
 						return nil
 					}))
 			}
-			steps = append(steps, chromedp.WaitVisible(css(p.ready)), until(`document.readyState === "complete"`, 5*time.Second))
+			steps = append(steps, retryStale(chromedp.WaitVisible(css(p.ready))), until(`document.readyState === "complete"`, 5*time.Second))
 			run(t, ctx, p.name, steps...)
 			if p.name == "live" {
 				run(t, ctx, "live rows", until(`document.querySelectorAll("#live-body tr.ev").length >= 6`, 10*time.Second))
@@ -132,7 +132,7 @@ func TestScreenshots(t *testing.T) {
 		}
 		// The job list and the dead letters on a phone.
 		for _, p := range []struct{ name, path string }{{"jobs-narrow", "/ui/jobs"}, {"dead-letters-narrow", "/ui/runs"}} {
-			run(t, ctx, p.name, chromedp.EmulateViewport(375, 760), chromedp.Navigate(e.srv.URL+p.path), chromedp.WaitVisible(css("table.list")),
+			run(t, ctx, p.name, chromedp.EmulateViewport(375, 760), chromedp.Navigate(e.srv.URL+p.path), retryStale(chromedp.WaitVisible(css("table.list"))),
 				until(`document.readyState === "complete"`, 5*time.Second))
 			shot(p.name)
 		}
