@@ -58,13 +58,11 @@ func TestHostBreakerHoldsRunsOnTwoRunningInstances(t *testing.T) {
 	origin := chronos.Origin(tg.URL)
 
 	j := createJob(t, a.db, &chronos.Job{TargetURL: tg.URL + "/hook", MaxRetries: 0})
+	// Triggers alternate between the instances.
+	on := func(i int) *instance { return []*instance{a, b}[i%2] }
 	var failed []int64
 	for i := range failures {
-		in := a
-		if i%2 == 1 {
-			in = b
-		}
-		failed = append(failed, in.trigger(t, j.ID).ID)
+		failed = append(failed, on(i).trigger(t, j.ID).ID)
 	}
 	var until time.Time
 	select {
@@ -102,11 +100,7 @@ func TestHostBreakerHoldsRunsOnTwoRunningInstances(t *testing.T) {
 	// Runs created on either instance during the cooldown wait for it.
 	var waiting []int64
 	for i := range held {
-		in := a
-		if i%2 == 1 {
-			in = b
-		}
-		waiting = append(waiting, in.trigger(t, j.ID).ID)
+		waiting = append(waiting, on(i).trigger(t, j.ID).ID)
 	}
 
 	var probe arrival

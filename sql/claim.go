@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -236,18 +235,23 @@ func scanJSON[T any](src []byte, dst *T, empty string) error {
 // claimableSQL is the condition on a pending run r that its job puts on
 // claiming it (see claimSQL), as a scalar subquery: false or null (the job
 // is gone) holds the run back.
-var claimableSQL = strings.Replace(claimableSQL035, "AND s.next_run_at <= now())",
-	"AND (s.next_run_at <= now() OR (s.next_run_at IS NULL AND s.cron AND "+unvouchedSQL+")))", 1)
+var claimableSQL = claimableWith(`(s.next_run_at <= now() OR (s.next_run_at IS NULL AND s.cron AND ` + unvouchedSQL + `))`)
 
 // claimableSQL035 is claimableSQL before migration 036.
-const claimableSQL035 = `(SELECT (j.overlap = 'allow'
+var claimableSQL035 = claimableWith(`s.next_run_at <= now()`)
+
+// claimableWith is claimableSQL with behind, the condition on the job's
+// schedule row s under which its scheduled runs wait for the materializer.
+func claimableWith(behind string) string {
+	return `(SELECT (j.overlap = 'allow'
 	                OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = j.id))
 	           AND NOT coalesce((SELECT (r.trigger = 'schedule' AND j.overlap <> 'queue_one' AND j.enabled
-	                                     AND s.next_run_at <= now())
+	                                     AND ` + behind + `)
 	                                    OR (r.trigger = 'schedule' AND r.catch_up AND r.scheduled_at > s.catch_up_at)
 	                               FROM job_schedules s WHERE s.job_id = r.job_id), false)
 	           AND NOT ` + pastDeadline + `
 	          FROM jobs j WHERE j.id = r.job_id)`
+}
 
 // unvouchedSQL is true when the last materializer pass no longer vouches
 // for the present (its valid_until is past): no leader has materialized

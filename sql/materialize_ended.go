@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/internal/instant"
 )
 
 // Vouches reports whether the database has chronos_materializer
@@ -29,11 +30,7 @@ func vouch(ctx context.Context, tx pgx.Tx, now, dbNow time.Time, lookahead time.
 	if err := tx.QueryRow(ctx, "SELECT valid_until FROM chronos_materializer FOR UPDATE").Scan(&until); err != nil {
 		return false, mapErr(err, "materialize: read the last pass's vouch")
 	}
-	next := now
-	if dbNow.After(next) {
-		next = dbNow
-	}
-	next = next.Add(max(lookahead, 0))
+	next := instant.Later(now, dbNow).Add(max(lookahead, 0))
 	if _, err := tx.Exec(ctx, "UPDATE chronos_materializer SET valid_until = $1", next); err != nil {
 		return false, mapErr(err, "materialize: vouch for the lookahead")
 	}
