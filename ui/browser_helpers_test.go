@@ -173,12 +173,16 @@ func value[T any](t *testing.T, ctx context.Context, step string, a chromedp.Act
 	return v
 }
 
-// until waits for a JavaScript expression to be true in the page. It
-// evaluates the expression every 50 ms and rides over navigations (an
-// evaluation that a page load interrupts is tried again), which a click
-// on a submit button starts.
+// until waits for a JavaScript expression to be true in a page that has
+// finished loading. It evaluates the expression every 50 ms and rides
+// over navigations (an evaluation that a page load interrupts is tried
+// again), which a click on a submit button starts. A page still loading
+// does not count: Chromium shows a page as it parses it, and on a loaded
+// machine a condition on its top (the notice) was met while a section
+// further down held only its first line (TestBrowserEditsEveryField read
+// the fire times as "\n").
 func until(expr string, d time.Duration) chromedp.Action[chromedp.Void] {
-	probe := chromedp.Evaluate[bool]("(() => { try { return !!(" + expr + ") } catch (e) { return false } })()")
+	probe := chromedp.Evaluate[bool]("(() => { try { return document.readyState === 'complete' && !!(" + expr + ") } catch (e) { return false } })()")
 	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
 		deadline := time.Now().Add(d)
 		var last error
