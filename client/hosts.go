@@ -16,14 +16,10 @@ func (c *Client) ListHosts(ctx context.Context) ([]chronos.Host, error) {
 // GetHost returns one origin's state (GET /v1/hosts/{origin}); origin may
 // be any URL on the host. A host never in trouble is ENOTFOUND.
 func (c *Client) GetHost(ctx context.Context, origin string) (*chronos.Host, error) {
-	var h chronos.Host
 	// Normalised here, so no path or query of the URL rides along; the
 	// server takes the rest of the path as the origin, slashes and all.
 	if o := chronos.Origin(origin); o != "" {
 		origin = o
 	}
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/v1/hosts/" + origin}, &h); err != nil {
-		return nil, err
-	}
-	return &h, nil
+	return call[chronos.Host](ctx, c, request{method: http.MethodGet, path: "/v1/hosts/" + origin})
 }
