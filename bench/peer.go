@@ -40,6 +40,7 @@ type peerReport struct {
 	BurnMS     float64 `json:"burn_ms"`
 	JobsPerSec float64 `json:"jobs_per_s"`
 	Failed     int     `json:"failed"`
+	CPUMS      float64 `json:"cpu_ms"` // the peer process's CPU from T' to its last completion
 }
 
 // peerBinary builds the River peer once per bench run and returns its
@@ -114,7 +115,13 @@ func (e *env) runRiverPeer(ctx context.Context, res *result, n int, chronosPerSe
 		"-workers", "100", "-fetch-cooldown", "2ms")
 	var stdout bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, e.b.cfg.Stderr
-	if err := cmd.Run(); err != nil {
+	// Postgres's CPU and this process's (the target's, beside the idle
+	// chronos instances) are read every 20 ms while the peer runs: its
+	// window, T' to its last completion, is known only from its report.
+	trace := traceCPU(ctx, newCPUMeter(ctx, e), 20*time.Millisecond)
+	err = cmd.Run()
+	trace.stop()
+	if err != nil {
 		return fmt.Errorf("peer: river: %w", err)
 	}
 	var r peerReport
@@ -148,6 +155,32 @@ func (e *env) runRiverPeer(ctx context.Context, res *result, n int, chronosPerSe
 	res.ms("river.all_completed", time.Duration(r.BurnMS*float64(time.Millisecond)))
 	res.ms("river.insert", time.Duration(r.InsertMS*float64(time.Millisecond)))
 	res.target("ratio_to_river", chronosPerSec/perSec, "×", "≥ 1.5")
+	e.reportPeerCPU(res, trace, r, start, n)
 	res.note("peer: River %s, %d workers, FetchCooldown 2ms; its jobs inserted (COPY) before its client started at T', figures from T'", r.Version, r.Workers)
 	return nil
+}
+
+// reportPeerCPU adds River's CPU per job from T' to its last completion:
+// its own process's (from its report), this process's (the target, which
+// both peers share, and the idle chronos instances) and Postgres's, so
+// that the two peers' costs stand side by side. Chronos's figures
+// (chronos_cpu_per_run, postgres_cpu_per_run) also hold materializing its
+// runs, from a lookahead before T; River's jobs were inserted before T'.
+func (e *env) reportPeerCPU(res *result, trace *cpuTrace, r peerReport, start time.Time, n int) {
+	res.metric("river.cpu_per_job", r.CPUMS*1000/float64(n), "µs")
+	completed, err := time.Parse(time.RFC3339Nano, r.Completed)
+	before, after, ok := trace.between(start, completed)
+	if err != nil || !ok {
+		res.metric("river.bench_cpu_per_job", nan, "µs")
+		res.metric("river.postgres_cpu_per_job", nan, "µs")
+		res.note("peer: no CPU samples bracket River's window (%v)", err)
+		return
+	}
+	per := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(n) }
+	res.metric("river.bench_cpu_per_job", per(after.self-before.self), "µs")
+	pg := nan
+	if after.postgres > 0 {
+		pg = per(after.postgres - before.postgres)
+	}
+	res.metric("river.postgres_cpu_per_job", pg, "µs")
 }

@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -77,6 +78,10 @@ type report struct {
 	BurnMS     float64 `json:"burn_ms"`   // T → the last completion
 	JobsPerSec float64 `json:"jobs_per_s"`
 	Failed     int     `json:"failed"`
+	// CPUMS is this process's CPU time (user and system) from T to the
+	// last completion: River's own share of the burn-down, which the bench
+	// sets beside Postgres's and its target's.
+	CPUMS float64 `json:"cpu_ms"`
 }
 
 func main() {
@@ -152,6 +157,10 @@ func run() error {
 		ChanSize: *jobs + 1000, Kinds: []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed}})
 	defer unsubscribe()
 	start := time.Now()
+	cpu0, err := processCPU()
+	if err != nil {
+		return err
+	}
 	if err := client.Start(ctx); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
@@ -170,6 +179,10 @@ func run() error {
 			return fmt.Errorf("%d of %d jobs done after %s: %w", completed+failed, *jobs, time.Since(start), ctx.Err())
 		}
 	}
+	cpu1, err := processCPU()
+	if err != nil {
+		return err
+	}
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer stopCancel()
 	if err := client.Stop(stopCtx); err != nil {
@@ -179,8 +192,17 @@ func run() error {
 	return json.NewEncoder(os.Stdout).Encode(report{
 		Jobs: *jobs, Workers: *workers, Version: "v0.51.2", InsertMS: ms(inserted),
 		Start: start.UTC().Format(time.RFC3339Nano), Completed: last.UTC().Format(time.RFC3339Nano),
-		BurnMS: ms(burn), JobsPerSec: float64(*jobs) / burn.Seconds(), Failed: failed,
+		BurnMS: ms(burn), JobsPerSec: float64(*jobs) / burn.Seconds(), Failed: failed, CPUMS: ms(cpu1 - cpu0),
 	})
+}
+
+// processCPU is the CPU time this process has used so far.
+func processCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
