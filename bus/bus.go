@@ -104,6 +104,19 @@ func (s *Subscription) Dropped() uint64 { return s.dropped.Load() }
 // consumer can tell its client exactly once.
 func (s *Subscription) TakeDropped() uint64 { return s.unreported.Swap(0) }
 
+// TakeGap is TakeDropped as the event an event stream sends its client
+// where events went missing: a bus.dropped event of instance with the
+// count, stamped now (UTC). ok is false when none were lost since the last
+// call. The API's tap and the console's stream send this one frame, so a
+// client reads a gap the same way from either.
+func (s *Subscription) TakeGap(instance string) (e chronos.Event, ok bool) {
+	n := s.TakeDropped()
+	if n == 0 {
+		return chronos.Event{}, false
+	}
+	return chronos.Event{Type: chronos.EventDropped, Time: time.Now().UTC(), Instance: instance, Count: int(n)}, true
+}
+
 // Close unsubscribes and closes C. It is safe to call more than once.
 func (s *Subscription) Close() {
 	s.once.Do(func() {

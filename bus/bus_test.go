@@ -64,6 +64,29 @@ func TestSlowSubscriberDropsWithoutBlocking(t *testing.T) {
 	}
 }
 
+// TakeGap reports the events a subscriber lost once, as the bus.dropped
+// event a stream sends its client, and nothing when none were lost.
+func TestTakeGapReportsLostEventsOnce(t *testing.T) {
+	b := New()
+	s := b.Subscribe(1, nil)
+	defer s.Close()
+	if _, ok := s.TakeGap("i1"); ok {
+		t.Fatal("a gap before any event was lost")
+	}
+	for range 4 {
+		b.Publish(chronos.Event{Type: chronos.EventClaimed})
+	}
+	before := time.Now()
+	gap, ok := s.TakeGap("i1")
+	if !ok || gap.Type != chronos.EventDropped || gap.Instance != "i1" || gap.Count != 3 ||
+		gap.Time.Location() != time.UTC || gap.Time.Before(before.Add(-time.Second)) {
+		t.Fatalf("TakeGap = %+v, %v; want bus.dropped of i1, count 3, now in UTC", gap, ok)
+	}
+	if _, ok := s.TakeGap("i1"); ok {
+		t.Fatal("the same gap was reported twice")
+	}
+}
+
 // Wake-ups coalesce: a burst of events is one signal, not a queue.
 func TestWakeCoalesces(t *testing.T) {
 	b := New()

@@ -141,8 +141,8 @@ func (s *Server) events(c *gin.Context) {
 		case <-s.closing:
 			return
 		case <-heartbeat.C:
-			if n := sub.TakeDropped(); n > 0 {
-				writeEvent(w, chronos.Event{Type: chronos.EventDropped, Time: time.Now().UTC(), Instance: s.cfg.Instance, Count: int(n)})
+			if gap, ok := sub.TakeGap(s.cfg.Instance); ok {
+				writeEvent(w, gap)
 			}
 			fmt.Fprintf(w, ": heartbeat %s\n\n", time.Now().UTC().Format(time.RFC3339))
 		case e, ok := <-sub.C():
@@ -151,8 +151,8 @@ func (s *Server) events(c *gin.Context) {
 			}
 			// Report a gap before the event after it, so the client
 			// knows exactly where it lost events.
-			if n := sub.TakeDropped(); n > 0 {
-				writeEvent(w, chronos.Event{Type: chronos.EventDropped, Time: time.Now().UTC(), Instance: s.cfg.Instance, Count: int(n)})
+			if gap, ok := sub.TakeGap(s.cfg.Instance); ok {
+				writeEvent(w, gap)
 			}
 			writeEvent(w, e)
 			// Drain what is already queued before flushing: one flush

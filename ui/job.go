@@ -49,13 +49,7 @@ func (c *Console) runsOf(ctx context.Context, j *chronos.Job, q url.Values) (*jo
 	d := &jobRuns{Job: j, Runs: runs, Status: string(f.Status), Statuses: runStatuses, Cursor: f.Cursor, PerPage: jobRunsPerPage}
 	base := Prefix + "jobs/" + strconv.FormatInt(j.ID, 10)
 	link := func(cursor string) (page, fragment string) {
-		v := url.Values{}
-		if cursor != "" {
-			v.Set("cursor", cursor)
-		}
-		if f.Status != "" {
-			v.Set("status", string(f.Status))
-		}
+		v := setNonEmpty(url.Values{}, map[string]string{"cursor": cursor, "status": string(f.Status)})
 		qs := ""
 		if len(v) > 0 {
 			qs = "?" + v.Encode()

@@ -26,13 +26,7 @@ func (f jobSearch) Active() bool {
 
 // Values are the filters as query parameters (no cursor).
 func (f jobSearch) Values() url.Values {
-	v := url.Values{}
-	for k, s := range map[string]string{"name_prefix": f.Prefix, "q": f.Q, "label": f.Labels, "enabled": f.Enabled} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	return v
+	return setNonEmpty(url.Values{}, map[string]string{"name_prefix": f.Prefix, "q": f.Q, "label": f.Labels, "enabled": f.Enabled})
 }
 
 // parseJobSearch reads the filters. ?label= may repeat and each may hold

@@ -37,3 +37,17 @@ func listPage[T any](c *Console, w nethttp.ResponseWriter, r *nethttp.Request, s
 	}
 	return items, true
 }
+
+// setNonEmpty sets in v each query parameter of params (name to value as
+// typed) that is not empty, and returns v: a filter left blank stays out
+// of the links and hidden fields that carry the filters on, so a cleared
+// field does not come back as "?q=", and a first page's link has no
+// cursor.
+func setNonEmpty(v url.Values, params map[string]string) url.Values {
+	for k, s := range params {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
+}

@@ -66,15 +66,17 @@ func (f liveFilter) match(e chronos.Event) bool {
 	return string(e.Type) == f.Type
 }
 
+// jobID is the job filter as the form field and the query string hold
+// it: "" for every job.
+func (f liveFilter) jobID() string {
+	if f.JobID == 0 {
+		return ""
+	}
+	return strconv.FormatInt(f.JobID, 10)
+}
+
 func (f liveFilter) query() string {
-	v := url.Values{}
-	if f.JobID != 0 {
-		v.Set("job_id", strconv.FormatInt(f.JobID, 10))
-	}
-	if f.Type != "" {
-		v.Set("type", f.Type)
-	}
-	return v.Encode()
+	return setNonEmpty(url.Values{}, map[string]string{"job_id": f.jobID(), "type": f.Type}).Encode()
 }
 
 // livePage is GET /ui/live: the event tap in the browser (static/live.js
@@ -85,11 +87,7 @@ func (c *Console) livePage(w nethttp.ResponseWriter, r *nethttp.Request, s *sess
 	if q := f.query(); q != "" {
 		src += "?" + q
 	}
-	jobID := ""
-	if f.JobID != 0 {
-		jobID = strconv.FormatInt(f.JobID, 10)
-	}
-	c.render(w, r, s, nethttp.StatusOK, "live", "Live", map[string]any{"JobID": jobID, "Type": f.Type, "Types": eventTypes, "Src": src})
+	c.render(w, r, s, nethttp.StatusOK, "live", "Live", map[string]any{"JobID": f.jobID(), "Type": f.Type, "Types": eventTypes, "Src": src})
 }
 
 // events is GET /ui/events: the event tap as Server-Sent Events for the
@@ -147,8 +145,8 @@ func (c *Console) events(w nethttp.ResponseWriter, r *nethttp.Request, s *sessio
 			if !ok {
 				return
 			}
-			if n := sub.TakeDropped(); n > 0 {
-				write(chronos.Event{Type: chronos.EventDropped, Time: time.Now(), Instance: c.cfg.Instance, Count: int(n)})
+			if gap, ok := sub.TakeGap(c.cfg.Instance); ok {
+				write(gap)
 			}
 			write(e)
 		}

@@ -32,13 +32,8 @@ func (f runFilter) Dead() bool { return f.Query.Status == chronos.StatusDead }
 // Values are the filters as query parameters (no cursor), for the links
 // and hidden fields that keep them.
 func (f runFilter) Values() url.Values {
-	v := url.Values{"status": {f.Status}}
-	for k, s := range map[string]string{"job_id": f.JobID, "trigger": f.Trigger, "since": f.Since, "until": f.Until} {
-		if s != "" {
-			v.Set(k, s)
-		}
-	}
-	return v
+	return setNonEmpty(url.Values{"status": {f.Status}},
+		map[string]string{"job_id": f.JobID, "trigger": f.Trigger, "since": f.Since, "until": f.Until})
 }
 
 // parseRunFilter reads the filters from a query string or a posted form.
