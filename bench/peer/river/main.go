@@ -116,7 +116,10 @@ func run() error {
 	}
 	defer pool.Close()
 	driver := riverpgxv5.New(pool)
-	migrator, err := rivermigrate.New(driver, nil)
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// River's migrator logs each migration at info: the bench's output is
+	// for figures.
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("migrator: %w", err)
 	}
@@ -133,7 +136,7 @@ func run() error {
 		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: *workers}},
 		FetchCooldown: *cooldown,
 		Workers:       w,
-		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:        logger,
 	})
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
