@@ -11,6 +11,7 @@ import (
 // the peer's start (T') and its last completion, which it reports when
 // it exits.
 type cpuTrace struct {
+	meter   *cpuMeter
 	mu      sync.Mutex
 	at      []time.Time
 	samples []cpuSample
@@ -21,7 +22,7 @@ type cpuTrace struct {
 // traceCPU starts sampling m every interval.
 func traceCPU(ctx context.Context, m *cpuMeter, every time.Duration) *cpuTrace {
 	ctx, cancel := context.WithCancel(ctx)
-	t := &cpuTrace{cancel: cancel, done: make(chan struct{})}
+	t := &cpuTrace{meter: m, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(t.done)
 		tick := time.NewTicker(every)
@@ -29,19 +30,36 @@ func traceCPU(ctx context.Context, m *cpuMeter, every time.Duration) *cpuTrace {
 		for {
 			// A failed reading (a backend exiting while it was read) is
 			// skipped: the next one, a tick later, stands in for it.
-			if s, err := m.sample(); err == nil {
-				t.mu.Lock()
-				t.at, t.samples = append(t.at, time.Now()), append(t.samples, s)
-				t.mu.Unlock()
-			}
+			t.take(m)
 			select {
 			case <-ctx.Done():
+				// The last reading closes the window: a few tries, since
+				// the peer's connections are closing just then, and a
+				// window without a reading after its end is no window.
+				for range 5 {
+					if t.take(m) {
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
 				return
 			case <-tick.C:
 			}
 		}
 	}()
 	return t
+}
+
+// take records one reading of m, and says whether it could.
+func (t *cpuTrace) take(m *cpuMeter) bool {
+	s, err := m.sample()
+	if err != nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.at, t.samples = append(t.at, time.Now()), append(t.samples, s)
+	return true
 }
 
 // stop ends the sampling and waits for it.

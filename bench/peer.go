@@ -178,9 +178,10 @@ func (e *env) reportPeerCPU(res *result, trace *cpuTrace, r peerReport, start ti
 	}
 	per := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(n) }
 	res.metric("river.bench_cpu_per_job", per(after.self-before.self), "µs")
-	pg := nan
-	if after.postgres > 0 {
-		pg = per(after.postgres - before.postgres)
+	if trace.meter.postmaster == 0 {
+		res.metric("river.postgres_cpu_per_job", nan, "µs")
+		res.note("river.postgres_cpu_per_job n/a: %s", trace.meter.why)
+		return
 	}
-	res.metric("river.postgres_cpu_per_job", pg, "µs")
+	res.metric("river.postgres_cpu_per_job", per(after.postgres-before.postgres), "µs")
 }
