@@ -305,9 +305,16 @@ func (s *seqRun) checkSchedule(d *checkData, j *mjob) {
 		// Under misfire "all", a run created ahead before a gap is
 		// flagged as a catch-up when the gap is found (issue 22 item 5:
 		// every missed occurrence is delivered flagged), so it may be
-		// older than its occurrence.
+		// older than its occurrence. The gap is found after the
+		// occurrence and before the run finishes, under the policy in
+		// force then: a run created under "none" and held (by a limit)
+		// across a gap found after a change to "all" is flagged too.
+		var flagged time.Time // when it may have been flagged at the latest: zero, until now
+		if r.Finished != nil {
+			flagged = *r.Finished
+		}
 		if r.CatchUp && r.Created.Before(r.Sched.Add(-100*time.Millisecond)) &&
-			!slices.ContainsFunc(j.near(r.Sched), func(st jobState) bool { return st.Misfire == "all" }) {
+			!slices.ContainsFunc(j.during(r.Sched, flagged), func(st jobState) bool { return st.Misfire == "all" }) {
 			s.violate("catch-up-early", "job %s: catch-up %s was created %s before the occurrence it stands for was due",
 				j.key, r, r.Sched.Sub(r.Created).Round(time.Millisecond))
 		}

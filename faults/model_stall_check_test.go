@@ -135,3 +135,42 @@ func TestModelCheckEndedWindowLateRuns(t *testing.T) {
 		t.Errorf("two late runs after a gap, window ended at 3.5 s: violations %v, want one late-burst", got)
 	}
 }
+
+// TestModelCheckCatchUpFlaggedUnderLaterPolicy: the catch-up-early check
+// on made-up data. A run created ahead under misfire "none", held (by a
+// limit) past its instant and across a gap that the leader found after
+// the job changed to "all", is flagged a catch-up then: not early. The
+// model met it (seed 1796481526111972719). With no "all" between its
+// instant and its end, the same run is flagged early.
+func TestModelCheckCatchUpFlaggedUnderLaterPolicy(t *testing.T) {
+	t.Parallel()
+	at := msClock()
+	early := func(laterAll bool) int {
+		s, j := madeUpSeq(t, "allow", at(0))
+		j.versions[0].st.Misfire = "none"
+		if laterAll {
+			st := j.versions[0].st
+			st.Misfire = "all"
+			j.versions = append(j.versions, version{sent: at(10000), recv: at(10050), st: st})
+		}
+		finished := at(22000)
+		r := &mrun{ID: 1, Job: 1, Sched: at(8000), Trigger: "schedule", CatchUp: true, Status: "succeeded", Attempts: 2,
+			Created: at(6300), FireAt: at(8000), Finished: &finished}
+		d := &checkData{byID: map[int64]*mrun{1: r}, byJob: map[int64][]*mrun{1: {r}}, delRun: map[int64][]mdelivery{}}
+		d.runs = append(d.runs, r)
+		s.checkSchedule(d, j)
+		n := 0
+		for _, v := range s.vs {
+			if v.kind == "catch-up-early" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := early(true); n != 0 {
+		t.Errorf("flagged after a change to misfire all: %d catch-up-early violations, want none", n)
+	}
+	if n := early(false); n != 1 {
+		t.Errorf("misfire none throughout: %d catch-up-early violations, want one", n)
+	}
+}

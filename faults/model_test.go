@@ -248,6 +248,19 @@ func (j *mjob) near(x time.Time) []jobState {
 	return out
 }
 
+// during is the states of j that may have been in effect at some instant
+// of [from, to] (to zero: until now).
+func (j *mjob) during(from, to time.Time) []jobState {
+	var out []jobState
+	for i, v := range j.versions {
+		start, end := j.inForce(i)
+		if (to.IsZero() || !to.Before(start)) && (end.IsZero() || from.Before(end)) {
+			out = append(out, v.st)
+		}
+	}
+	return out
+}
+
 // inForce is when version i may have been in effect: from its sending to
 // the next version's receipt, each widened by modelTol; end is zero for
 // the last version, in effect still.
