@@ -115,3 +115,7 @@ const CreateMaxBatch = createMaxBatch
 
 // CreateSecondAt is createSecondAt for tests.
 const CreateSecondAt = createSecondAt
+
+// NextAvailableSQL is NextAvailable's statement ($1: how many candidates
+// to walk while a host holds runs).
+var NextAvailableSQL = nextAvailableSQL
