@@ -17,10 +17,15 @@ import (
 // being durable.
 //
 //   - Begin and BeginTx open the transaction with "BEGIN; SET LOCAL
-//     synchronous_commit TO off" in one simple-protocol round trip.
+//     synchronous_commit TO off; SET LOCAL jit TO off" in one
+//     simple-protocol round trip.
 //   - Exec, Query and QueryRow send set_config('synchronous_commit',
-//     'off', true) and the statement in one batch: one round trip, one
-//     implicit transaction, so the setting covers exactly that statement.
+//     'off', true) and set_config('jit', 'off', true) and the statement
+//     in one batch: one round trip, one implicit transaction, so the
+//     settings cover exactly that statement.
+//
+// JIT goes with them (see asyncCommitSQL) because this is the reactors'
+// pool.
 //
 // Everything else is pgxpool's. Without AsyncCommit every method is
 // pgxpool's own.
@@ -29,8 +34,13 @@ type Pool struct {
 	asyncCommit bool
 }
 
-// asyncCommitSQL sets synchronous_commit for the current transaction only.
-const asyncCommitSQL = "SELECT " + asyncCommitSetting
+// asyncCommitSQL sets synchronous_commit for the current transaction
+// only, and turns JIT off for it: the reactors' pool is the one with
+// AsyncCommit, and none of their statements runs long enough for JIT's
+// compiling to pay (see noJITSetting), while the estimates of some grow
+// with the tables past jit_above_cost (NextAvailable's once cost 750 ms
+// of compiling a call).
+const asyncCommitSQL = "SELECT " + asyncCommitSetting + ", " + noJITSetting
 
 // async tells whether a call with args takes the asynchronous-commit
 // path: a query option as the first argument (a QueryExecMode, result
@@ -219,7 +229,7 @@ func (p *Pool) Begin(ctx context.Context) (pgx.Tx, error) {
 // asynchronously (unless opts.BeginQuery says how to begin).
 func (p *Pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
 	if p.asyncCommit && opts.BeginQuery == "" {
-		opts.BeginQuery = beginSQL(opts) + "; SET LOCAL synchronous_commit TO off"
+		opts.BeginQuery = beginSQL(opts) + "; SET LOCAL synchronous_commit TO off; SET LOCAL jit TO off"
 	}
 	return p.Pool.BeginTx(ctx, opts)
 }

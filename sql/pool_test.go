@@ -50,8 +50,15 @@ func TestAsyncCommitPool(t *testing.T) {
 		if err := tx.QueryRow(ctx, "SHOW synchronous_commit").Scan(&v); err != nil || v != "off" {
 			t.Errorf("pooled=%v: a transaction sees synchronous_commit=%q (%v), want off", pooled, v, err)
 		}
+		if err := tx.QueryRow(ctx, "SHOW jit").Scan(&v); err != nil || v != "off" {
+			t.Errorf("pooled=%v: a transaction sees jit=%q (%v), want off", pooled, v, err)
+		}
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
+		}
+		// And no statement of the reactors' pool is compiled by JIT.
+		if err := db.Pool.QueryRow(ctx, "SHOW jit").Scan(&v); err != nil || v != "off" {
+			t.Errorf("pooled=%v: QueryRow sees jit=%q (%v), want off", pooled, v, err)
 		}
 		if err := db.Pool.Pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&v); err != nil || v != "on" {
 			t.Errorf("pooled=%v: the session has synchronous_commit=%q (%v) after async statements, want on", pooled, v, err)
