@@ -238,15 +238,7 @@ func (j *mjob) at(x time.Time) (v version, ok bool) {
 
 // near returns the states of the versions that could be in effect at x
 // (two around a change).
-func (j *mjob) near(x time.Time) []jobState {
-	var out []jobState
-	for i, v := range j.versions {
-		if start, end := j.inForce(i); !x.Before(start) && (end.IsZero() || x.Before(end)) {
-			out = append(out, v.st)
-		}
-	}
-	return out
-}
+func (j *mjob) near(x time.Time) []jobState { return j.during(x, x) }
 
 // during is the states of j that may have been in effect at some instant
 // of [from, to] (to zero: until now).
