@@ -219,11 +219,12 @@ func (d *dispatcher) claim(ctx context.Context) (claimed int, full bool, err err
 			r.log.Error("claim runs failed", "err", err)
 			return claimed, false, err
 		}
+		ahead := groupAhead(runs)
 		for _, c := range runs {
 			<-d.slots
 			d.pool.Go(func() {
 				defer d.release()
-				r.deliver(c)
+				r.deliver(c, ahead[c.Run.ID])
 			})
 		}
 		claimed += len(runs)

@@ -30,7 +30,7 @@ const InterruptedByShutdown = "interrupted by shutdown"
 // shutdown cancels the call before its request was written, the run is
 // handed back to pending instead, without counting the attempt; once
 // written, it is an attempt that failed with InterruptedByShutdown.
-func (r *Reactor) deliver(c sql.Claimed) {
+func (r *Reactor) deliver(c sql.Claimed, ahead *aheadStart) {
 	lease := c.Lease()
 	defer func() {
 		if p := recover(); p != nil {
@@ -52,7 +52,7 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	}
 	defer r.bulk.release(call) // on every way out; the call's end below is the first
 
-	if c.Wait > 0 && !r.startAhead(c) {
+	if ahead != nil && !r.startAhead(c, ahead) {
 		return
 	}
 
@@ -137,42 +137,6 @@ func (r *Reactor) deliver(c sql.Claimed) {
 	out := outcome(lease, c.Job, res)
 	out.StartRecorded = startRan
 	r.comp.submit(completion{out: out, run: c.Run, done: ren.release})
-}
-
-// startAheadLead is how long before a claimed-ahead run's instant its
-// StartAhead is written: about a round trip and a commit, so the write
-// adds nothing to the delay between the instant and the request.
-const startAheadLead = 2 * time.Millisecond
-
-// startAhead holds a run claimed ahead of its instant (see sql.ClaimAhead)
-// until then, marking it started (sql.StartAhead) just before. It is
-// false when the run must not be sent: the start found the lease gone (a
-// pause or schedule change took the run back: it belongs to the old
-// plan), the start failed (the run is released, as it is unconfirmed), or
-// the hard shutdown came first (released: nothing was sent).
-func (r *Reactor) startAhead(c sql.Claimed) bool {
-	lease := c.Lease()
-	if !r.waitUntil(c.Due.Add(-startAheadLead)) {
-		r.release(lease, c.Run.JobID)
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
-	err := r.db.StartAhead(ctx, lease)
-	cancel()
-	switch {
-	case errors.Is(err, sql.ErrLeaseLost):
-		leaseLost(r.log, r.bus, r.cfg.Instance, lease, c.Run.JobID, "start", err)
-		return false
-	case err != nil:
-		r.log.Error("start run ahead failed; releasing it unsent", "run_id", lease.RunID, "err", err)
-		r.release(lease, c.Run.JobID)
-		return false
-	}
-	if !r.waitUntil(c.Due) {
-		r.release(lease, c.Run.JobID)
-		return false
-	}
-	return true
 }
 
 // waitUntil waits until t by the local clock. It is false when the hard

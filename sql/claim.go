@@ -319,20 +319,46 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 	return out, nil
 }
 
-// StartAhead marks a run claimed ahead of its instant running, fenced on
-// its lease: the worker calls it shortly before the instant and sends the
-// run only if it succeeds. ErrLeaseLost when the run is gone or no longer
-// this worker's: a pause or schedule change deletes runs claimed ahead
-// that are still only leased (see UpdateJob), waiting for a StartAhead in
+// StartAhead marks runs claimed ahead of their instant running, each
+// fenced on its lease, in one statement: the workers of one claim's runs
+// due at one instant call it once, shortly before the instant, and each
+// sends its run only if it is among those returned (a herd's hundred runs
+// claimed ahead were a hundred statements queueing for the pool at the
+// very instant they were due). A run left out is gone or no longer this
+// worker's: a pause or schedule change deletes runs claimed ahead that
+// are still only leased (see UpdateJob), waiting for a StartAhead in
 // flight, so once the API has answered the change no run of the old plan
 // is sent. It creates no run_attempts row: Start and Complete do, as for
 // any other run.
-func (db *DB) StartAhead(ctx context.Context, l Lease) error {
-	tag, err := db.Pool.ExecPlannedOnce(ctx, `
-		UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
-		 WHERE `+fence, fenceArgs(l)...)
-	return fenced(l, tag.RowsAffected(), err, "start run ahead", "start run %d attempt %d ahead")
+func (db *DB) StartAhead(ctx context.Context, leases []Lease) (started map[int64]bool, err error) {
+	ids := make([]int64, len(leases))
+	workers := make([]string, len(leases))
+	attempts := make([]int32, len(leases))
+	sched := make([]time.Time, len(leases))
+	for i, l := range leases {
+		ids[i], workers[i], attempts[i], sched[i] = l.RunID, l.Worker, int32(l.Attempt), l.ScheduledAt
+	}
+	rows, err := db.Pool.QueryPlannedOnce(ctx, startAheadSQL, ids, workers, attempts, sched)
+	if err != nil {
+		return nil, mapErr(err, "start runs ahead")
+	}
+	started = make(map[int64]bool, len(leases))
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { started[id] = true; return nil })
+	if err != nil {
+		return nil, mapErr(err, "start runs ahead")
+	}
+	return started, nil
 }
+
+// startAheadSQL is StartAhead's statement: fence for each lease of the
+// arrays $1 (run ids), $2 (workers), $3 (attempts), $4 (scheduled_at).
+const startAheadSQL = `
+	UPDATE job_runs r SET status = 'running', started_at = COALESCE(r.started_at, now())
+	  FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[]) AS l(id, worker, attempt, scheduled_at)
+	 WHERE r.id = l.id AND r.leased_by = l.worker AND r.attempt_count = l.attempt
+	   AND r.scheduled_at = l.scheduled_at AND r.status IN ('leased', 'running')
+	RETURNING r.id`
 
 // Start marks a leased run running and records the attempt's start.
 // ErrLeaseLost when the lease is gone.
