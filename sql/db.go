@@ -96,6 +96,9 @@ func OpenWith(ctx context.Context, dsn string, opts Options) (*DB, error) {
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
 	cfg.AfterConnect = registerTypes
+	if !opts.Pooled && !strings.Contains(dsn, "jit") {
+		cfg.AfterConnect = withoutJIT
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -112,6 +115,26 @@ func registerTypes(_ context.Context, conn *pgx.Conn) error {
 	conn.TypeMap().RegisterDefaultPgType(map[string]string{}, "jsonb")
 	conn.TypeMap().RegisterDefaultPgType([]storedSecret{}, "jsonb")
 	conn.TypeMap().RegisterDefaultPgType([]chronos.DateRange{}, "jsonb")
+	return nil
+}
+
+// withoutJIT is registerTypes, then JIT turned off for the session: no
+// statement of Chronos's runs long enough for LLVM's compiling to pay,
+// and the estimates of many grow with the tables past jit_above_cost
+// (a list page or a leader's upkeep would then spend a large part of a
+// second compiling each call; the dispatcher's look for a due run once
+// spent 750 ms). Only on a connection of its own: behind a transaction
+// pooler a session setting would stay on a server session that the pooler
+// hands to another client (there the reactors' pool turns JIT off per
+// statement, and docs/operations.md suggests the role setting). A DSN
+// that says anything of jit is left to say it.
+func withoutJIT(ctx context.Context, conn *pgx.Conn) error {
+	if err := registerTypes(ctx, conn); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "SET jit = off"); err != nil {
+		return fmt.Errorf("turn jit off: %w", err)
+	}
 	return nil
 }
 
