@@ -29,7 +29,10 @@ const InterruptedByShutdown = "interrupted by shutdown"
 // outcome for the completer. When
 // shutdown cancels the call before its request was written, the run is
 // handed back to pending instead, without counting the attempt; once
-// written, it is an attempt that failed with InterruptedByShutdown.
+// written, it is an attempt that failed with InterruptedByShutdown. A run
+// claimed ahead of its instant comes with its group's start (ahead, see
+// groupAhead) and waits for the instant first; for the others ahead is
+// nil.
 func (r *Reactor) deliver(c sql.Claimed, ahead *aheadStart) {
 	lease := c.Lease()
 	defer func() {
