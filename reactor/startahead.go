@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chronoshq/chronos/internal/instant"
 	"github.com/chronoshq/chronos/sql"
 )
 
@@ -44,14 +45,14 @@ func groupAhead(runs []sql.Claimed) map[int64]*aheadStart {
 			byRun = map[int64]*aheadStart{}
 			byInstant = map[time.Time]*aheadStart{}
 		}
-		instant := c.Run.AvailableAt.UTC()
-		g := byInstant[instant]
+		due := c.Run.AvailableAt.UTC()
+		g := byInstant[due]
 		at := c.Due.Add(-startAheadLead)
 		if g == nil {
 			g = &aheadStart{at: at}
-			byInstant[instant] = g
+			byInstant[due] = g
 		}
-		g.at = minTime(g.at, at)
+		g.at = instant.Earlier(g.at, at)
 		g.leases = append(g.leases, c.Lease())
 		byRun[c.Run.ID] = g
 	}
@@ -101,12 +102,4 @@ func (r *Reactor) startAhead(c sql.Claimed, g *aheadStart) bool {
 		return false
 	}
 	return true
-}
-
-// minTime is the earlier of a and b.
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
