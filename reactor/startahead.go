@@ -33,21 +33,15 @@ type aheadStart struct {
 // that instant (their available_at), and returns each one's group by run
 // id. Runs claimed as due have none.
 func groupAhead(runs []sql.Claimed) map[int64]*aheadStart {
-	var (
-		byRun     map[int64]*aheadStart
-		byInstant map[time.Time]*aheadStart
-	)
+	byRun := map[int64]*aheadStart{}
+	byInstant := map[time.Time]*aheadStart{}
 	for _, c := range runs {
 		if c.Wait <= 0 {
 			continue
 		}
-		if byRun == nil {
-			byRun = map[int64]*aheadStart{}
-			byInstant = map[time.Time]*aheadStart{}
-		}
 		due := c.Run.AvailableAt.UTC()
-		g := byInstant[due]
 		at := c.Due.Add(-startAheadLead)
+		g := byInstant[due]
 		if g == nil {
 			g = &aheadStart{at: at}
 			byInstant[due] = g

@@ -55,6 +55,11 @@ func (c Claimed) Lease() Lease {
 // retention).
 const fence = "id = $1 AND leased_by = $2 AND attempt_count = $3 AND scheduled_at = $4 AND status IN ('leased', 'running')"
 
+// fenceEach is fence for a statement that writes many runs: the run r
+// against the lease o (o.run_id, o.worker, o.attempt, o.scheduled_at), a
+// row of the arrays it unnests.
+const fenceEach = "r.id = o.run_id AND r.leased_by = o.worker AND r.attempt_count = o.attempt AND r.scheduled_at = o.scheduled_at AND r.status IN ('leased', 'running')"
+
 // fenceArgs are fence's arguments for l, followed by more.
 func fenceArgs(l Lease, more ...any) []any {
 	return append([]any{l.RunID, l.Worker, l.Attempt, l.ScheduledAt}, more...)
@@ -351,13 +356,12 @@ func (db *DB) StartAhead(ctx context.Context, leases []Lease) (started map[int64
 	return started, nil
 }
 
-// startAheadSQL is StartAhead's statement: fence for each lease of the
-// arrays $1 (run ids), $2 (workers), $3 (attempts), $4 (scheduled_at).
+// startAheadSQL is StartAhead's statement: fenceEach for each lease of
+// the arrays $1 (run ids), $2 (workers), $3 (attempts), $4 (scheduled_at).
 const startAheadSQL = `
 	UPDATE job_runs r SET status = 'running', started_at = COALESCE(r.started_at, now())
-	  FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[]) AS l(id, worker, attempt, scheduled_at)
-	 WHERE r.id = l.id AND r.leased_by = l.worker AND r.attempt_count = l.attempt
-	   AND r.scheduled_at = l.scheduled_at AND r.status IN ('leased', 'running')
+	  FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[]) AS o(run_id, worker, attempt, scheduled_at)
+	 WHERE ` + fenceEach + `
 	RETURNING r.id`
 
 // Start marks a leased run running and records the attempt's start.

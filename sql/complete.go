@@ -85,9 +85,7 @@ var completeSQL = `
 		       first_attempt_body = CASE WHEN o.inline THEN o.body END,
 		       first_attempt_ms = CASE WHEN o.inline THEN o.duration_ms END
 		  FROM o, jobs j
-		 WHERE r.id = o.run_id AND r.scheduled_at = o.scheduled_at
-		   AND r.leased_by = o.worker AND r.attempt_count = o.attempt
-		   AND r.status IN ('leased', 'running') AND j.id = r.job_id
+		 WHERE ` + fenceEach + ` AND j.id = r.job_id
 		RETURNING r.id, r.status, r.limit_key
 	), ` + limitReleaseCTE + `, recorded AS (
 		INSERT INTO run_attempts AS a (run_id, attempt, worker_id, started_at, finished_at, status_code,
