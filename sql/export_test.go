@@ -42,16 +42,23 @@ func ExplainClaimGeneric(ctx context.Context, db *DB, n int) ([]string, error) {
 // the plan QueryPlannedOnce runs q from. It fails on a plan that is not
 // generic.
 func ExplainGeneric(ctx context.Context, db *DB, q, types, args string) ([]string, error) {
+	return ExplainGenericWith(ctx, db, nil, q, types, args)
+}
+
+// ExplainGenericWith is ExplainGeneric with more settings made for the
+// plan (SET LOCAL statements), to see what the plan is when the planner
+// guesses otherwise.
+func ExplainGenericWith(ctx context.Context, db *DB, settings []string, q, types, args string) ([]string, error) {
 	tx, err := db.Pool.Pool.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only; the rollback ends it
-	for _, q := range []string{
+	for _, q := range append([]string{
 		"PREPARE generic_plan (" + types + ") AS " + q,
 		"SET LOCAL plan_cache_mode = force_generic_plan",
 		"SET LOCAL enable_seqscan = off", // as sql.Pool.QueryPlannedOnce runs it
-	} {
+	}, settings...) {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return nil, err
 		}

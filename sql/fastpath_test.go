@@ -31,6 +31,19 @@ func TestClaimWalksTheClaimableIndex(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, "ANALYZE jobs, job_runs"); err != nil {
 		t.Fatal(err)
 	}
+	// The claim reads a job by its key for each run it takes, whatever
+	// the planner guesses of how many it takes: a walk of jobs (a merge
+	// or hash join) costs as much as jobs is long, in every claim. With
+	// nested loops disfavoured, a join the planner is free to choose
+	// shows as one.
+	plan, err := sql.ExplainGenericWith(ctx, db, []string{"SET LOCAL enable_nestloop = off"},
+		sql.ClaimSQLForTest, "text, int, bigint, bigint", "'explain', 100, 60000000, 20000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if walks := jobsWalks(plan); len(walks) > 0 {
+		t.Fatalf("the claim reads jobs other than by a run's job_id: %q\n%s", walks, strings.Join(plan, "\n"))
+	}
 	for _, n := range []int{1, 32, 100} {
 		// The plan for n's value, and the generic plan the claim runs from
 		// (sql.Pool.QueryPlannedOnce), whose LIMIT the planner guesses.
@@ -53,6 +66,22 @@ func TestClaimWalksTheClaimableIndex(t *testing.T) {
 }
 
 var claimableScan = regexp.MustCompile(`Index Scan using job_runs\w*_(claimable_idx|available_at_id_idx)`)
+
+// jobsWalks returns the lines of plan (EXPLAIN's text, a line a row)
+// that read the jobs table other than by a probe of its key: a scan of
+// jobs whose next line is not an index condition on id.
+func jobsWalks(plan []string) []string {
+	var walks []string
+	for i, line := range plan {
+		if !strings.Contains(line, " on jobs") {
+			continue
+		}
+		if i+1 == len(plan) || !strings.Contains(plan[i+1], "Index Cond: (id = ") {
+			walks = append(walks, strings.TrimSpace(line))
+		}
+	}
+	return walks
+}
 
 // A first attempt that succeeds before Start ran is recorded on the run,
 // and shown as the run's one attempt with everything a run_attempts row
