@@ -105,6 +105,16 @@ var (
 	CompleteSQLBeforeLimitsForTest = completeSQLBeforeLimits
 )
 
+// The materializer's settings and the statements that read and advance a
+// batch of jobs, for the external tests to EXPLAIN.
+var MaterializeSettingsForTest = materializeSettings
+
+const (
+	DueJobsSQLForTest          = dueJobsSQL
+	EarlyJobsSQLForTest        = earlyJobsSQL
+	AdvanceSchedulesSQLForTest = advanceSchedulesSQL
+)
+
 // FenceForTest is the WHERE clause of a worker's write of its run.
 const FenceForTest = fence
 

@@ -3,6 +3,7 @@ package sql
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -126,6 +127,32 @@ const earlyJobsSQL = `
 	) s JOIN jobs j ON j.id = s.job_id
 	   FOR KEY SHARE OF j SKIP LOCKED`
 
+// materializeSettings are the settings of the materializer's transaction
+// (set_config's is_local): a synchronous commit (see Materialize), and
+// nothing but index walks and probes where an index can serve: no
+// sequential scan, sort, hash or merge join. Each statement reads one
+// batch of jobs (a walk of job_schedules_due_idx or _early_idx in order)
+// and what goes with them (probes by key), and the right plan for that
+// never depends on the tables' statistics. But a herd is a bulk insert,
+// and on statistics taken before it the planner read every job_schedules
+// and every jobs row to advance or look up a batch of 2,000 (a hash
+// join), and sorted every herd row by materialize_at to take the first
+// 2,000, in each of the herd's fifty batches: seconds of Postgres time
+// that grow with the square of the herd
+// (TestMaterializerReadsAHerdByIndex).
+var materializeSettings = strings.Join([]string{
+	"set_config('synchronous_commit', 'on', true)", noSeqScanSetting,
+	"set_config('enable_sort', 'off', true)", "set_config('enable_hashjoin', 'off', true)",
+	"set_config('enable_mergejoin', 'off', true)",
+}, ", ")
+
+// advanceSchedulesSQL writes the next_run_at and materialize_at of each
+// job of a batch: $1 the jobs, $2 and $3 the values.
+const advanceSchedulesSQL = `
+	UPDATE job_schedules s SET next_run_at = v.next, materialize_at = v.early
+	  FROM unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS v(id, next, early)
+	 WHERE s.job_id = v.id`
+
 // Materialize turns the due occurrences of up to batch jobs with
 // next_run_at <= now+lookahead into pending runs (available_at = the
 // scheduled instant), idempotently (UNIQUE (job_id, scheduled_at)),
@@ -178,8 +205,10 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	// occurrence would be materialized again under a new id, which a
 	// target deduplicating on X-Chronos-Run-Id could not recognise). The
 	// faults suite's TestCrash found exactly that before this line.
+	//
+	// Its statements read by index only (materializeSettings).
 	var dbNow time.Time
-	if err := tx.QueryRow(ctx, "SELECT now(), set_config('synchronous_commit', 'on', true)").Scan(&dbNow, nil); err != nil {
+	if err := tx.QueryRow(ctx, "SELECT now(), "+materializeSettings).Scan(&dbNow, nil, nil, nil, nil, nil); err != nil {
 		return res, mapErr(err, "materialize: read the clock")
 	}
 	if now.IsZero() {
@@ -273,10 +302,7 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	}
 	if len(jobIDs) > 0 {
 		// The narrow schedule rows only: jobs is not written.
-		_, err := tx.Exec(ctx, `
-			UPDATE job_schedules s SET next_run_at = v.next, materialize_at = v.early
-			  FROM unnest($1::bigint[], $2::timestamptz[], $3::timestamptz[]) AS v(id, next, early)
-			 WHERE s.job_id = v.id`, jobIDs, nexts, earlyAt)
+		_, err := tx.Exec(ctx, advanceSchedulesSQL, jobIDs, nexts, earlyAt)
 		if err != nil {
 			return res, mapErr(err, "materialize: advance next_run_at")
 		}

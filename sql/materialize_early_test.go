@@ -1,6 +1,7 @@
 package sql_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -174,5 +175,61 @@ func TestCreatedJobsFirstRunEarly(t *testing.T) {
 	}
 	if total, _ := countRuns(t, db, hourly.ID); total != 1 {
 		t.Fatalf("hourly job: %d runs, want 1", total)
+	}
+}
+
+// The materializer reads a herd by index, batch by batch, on statistics
+// taken before the herd was inserted (a herd is a bulk insert): it walks
+// job_schedules_early_idx and job_schedules_due_idx in order and probes
+// jobs and job_schedules by key, and never reads or sorts the whole herd
+// to take one batch of it.
+func TestMaterializerReadsAHerdByIndex(t *testing.T) {
+	db, ctx, _ := parallelJob(t, "0 0 1 1 *")
+	if _, err := db.Pool.Exec(ctx, "ANALYZE jobs, job_schedules"); err != nil {
+		t.Fatal(err)
+	}
+	now := dbNow(t, db)
+	due := now.Add(20 * time.Second).Truncate(time.Second)
+	if _, err := db.Pool.Exec(ctx, `
+		WITH j AS (
+			INSERT INTO jobs (name, cron_expr, target_url)
+			SELECT 'herd-' || g, '0 0 1 1 *', 'http://127.0.0.1:9/' FROM generate_series(1, 20000) g
+			RETURNING id)
+		UPDATE job_schedules s SET next_run_at = $1, materialize_at = $2 FROM j WHERE s.job_id = j.id`,
+		due, now.Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	batch := 2000
+	ids := make([]int64, batch)
+	nexts := make([]time.Time, batch)
+	early := make([]*time.Time, batch)
+	if err := db.Pool.QueryRow(ctx, "SELECT array_agg(job_id) FROM (SELECT job_id FROM job_schedules ORDER BY job_id LIMIT $1) s", batch).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	for i := range nexts {
+		nexts[i] = due.AddDate(1, 0, 0)
+	}
+	horizon := now.Add(2 * time.Second)
+	for _, c := range []struct {
+		name, stmt, want string
+		args           []any
+	}{
+		{"early jobs", sql.EarlyJobsSQLForTest, "job_schedules_early_idx", []any{now, horizon, now.Add(sql.EarlyLookahead), batch}},
+		{"due jobs", sql.DueJobsSQLForTest, "job_schedules_due_idx", []any{now, horizon, batch}},
+		{"advance schedules", sql.AdvanceSchedulesSQLForTest, "job_schedules_pkey", []any{ids, nexts, early}},
+	} {
+		tx, err := db.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, "SELECT "+sql.MaterializeSettingsForTest); err != nil {
+			t.Fatal(err)
+		}
+		plan := explain(t, tx.Query, c.stmt, c.args...)
+		_ = tx.Rollback(ctx)
+		if !strings.Contains(plan, "Index Scan using "+c.want) || strings.Contains(plan, "Seq Scan") ||
+			strings.Contains(plan, "Sort") || strings.Contains(plan, "Hash") {
+			t.Fatalf("%s: want a walk of %s, no sequential scan, sort or hash:\n%s", c.name, c.want, plan)
+		}
 	}
 }
