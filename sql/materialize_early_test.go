@@ -212,7 +212,7 @@ func TestMaterializerReadsAHerdByIndex(t *testing.T) {
 	horizon := now.Add(2 * time.Second)
 	for _, c := range []struct {
 		name, stmt, want string
-		args           []any
+		args             []any
 	}{
 		{"early jobs", sql.EarlyJobsSQLForTest, "job_schedules_early_idx", []any{now, horizon, now.Add(sql.EarlyLookahead), batch}},
 		{"due jobs", sql.DueJobsSQLForTest, "job_schedules_due_idx", []any{now, horizon, batch}},
