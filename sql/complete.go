@@ -61,6 +61,11 @@ const (
 // its start. Where no start was recorded (the inline first attempt), the
 // start is now() less the worker's measured duration, which is immune to
 // skew (Go's monotonic clock).
+//
+// It returns the runs it finished, each with what recording its attempt
+// needs: an outcome the fence refused is not among them. No CTE is joined
+// with another, so the statement's one join is the batch's probe of each
+// run and its job by key (see QueryPlannedOnce).
 var completeSQL = `
 	WITH o AS (
 		SELECT *, success AND attempt = 1 AND NOT start_recorded AS inline
@@ -86,21 +91,21 @@ var completeSQL = `
 		       first_attempt_ms = CASE WHEN o.inline THEN o.duration_ms END
 		  FROM o, jobs j
 		 WHERE ` + fenceEach + ` AND j.id = r.job_id
-		RETURNING r.id, r.status, r.limit_key
+		RETURNING r.id, r.status, r.limit_key, o.attempt, o.worker, o.status_code, o.error, o.body, o.duration_ms, o.inline
 	), ` + limitReleaseCTE + `, recorded AS (
 		INSERT INTO run_attempts AS a (run_id, attempt, worker_id, started_at, finished_at, status_code,
 		                               error, response_body, duration_ms)
-		SELECT o.run_id, o.attempt, o.worker, COALESCE(now() - greatest(o.duration_ms, 0) * interval '1 millisecond', now()), now(),
-		       o.status_code, o.error, o.body, o.duration_ms
-		  FROM o JOIN freed ON freed.id = o.run_id
-		 WHERE NOT o.inline
+		SELECT f.id, f.attempt, f.worker, COALESCE(now() - greatest(f.duration_ms, 0) * interval '1 millisecond', now()), now(),
+		       f.status_code, f.error, f.body, f.duration_ms
+		  FROM freed f
+		 WHERE NOT f.inline
 		ON CONFLICT (run_id, attempt) DO UPDATE
 		   SET finished_at = EXCLUDED.finished_at, status_code = EXCLUDED.status_code,
 		       error = EXCLUDED.error, response_body = EXCLUDED.response_body,
 		       duration_ms = COALESCE(EXCLUDED.duration_ms,
 		                              round(extract(epoch FROM EXCLUDED.finished_at - a.started_at) * 1000))
 	)
-	SELECT o.run_id, freed.status FROM o LEFT JOIN freed ON freed.id = o.run_id`
+	SELECT id, status FROM freed`
 
 // limitReleaseCTE, in completeSQL after freed, releases the runs held for
 // the keys of the runs it finished, one for each (oldest first), so a
@@ -110,7 +115,11 @@ var completeSQL = `
 // released run counts the key's runs in flight if its bound says full
 // (limitClaimCTEs), and a released run the key has no room for after all
 // is simply held again. SKIP LOCKED: a held run another statement is
-// releasing or moving is not waited for.
+// releasing or moving is not waited for. The runs released are the ones
+// w chose and locked, so they are still as w saw them: the update finds
+// each by its key alone (conditions that match job_runs_held_idx's
+// predicate let a generic plan read that whole index for each run
+// instead; see fenceEach).
 const limitReleaseCTE = `released AS (
 		UPDATE job_runs h SET held = false, limit_held = false
 		  FROM (SELECT w.id, w.scheduled_at
@@ -123,7 +132,6 @@ const limitReleaseCTE = `released AS (
 		                         LIMIT f.n
 		                           FOR UPDATE SKIP LOCKED) w) x
 		 WHERE h.id = x.id AND h.scheduled_at = x.scheduled_at
-		   AND h.limit_held AND h.held AND h.status = 'pending'
 	)`
 
 // completeSQLBeforeLimits is completeSQL without the release of held
@@ -201,21 +209,26 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 	if err != nil {
 		return nil, mapErr(err, "complete runs")
 	}
+	// The statement returns the runs it finished; an outcome it does not
+	// return was refused by the fence.
 	var (
 		id     int64
 		status statusScan
+		done   = make([]bool, len(outs))
 	)
 	_, err = pgx.ForEachRow(rows, []any{&id, &status}, func() error {
 		i := index[id]
-		if !status.ok {
-			res[i].Err = fmt.Errorf("complete run %d attempt %d: %w", id, outs[i].Attempt, ErrLeaseLost)
-			return nil
-		}
+		done[i] = true
 		res[i].Status = status.status
 		return nil
 	})
 	if err != nil {
 		return nil, mapErr(err, "complete runs")
+	}
+	for id, i := range index {
+		if !done[i] {
+			res[i].Err = fmt.Errorf("complete run %d attempt %d: %w", id, outs[i].Attempt, ErrLeaseLost)
+		}
 	}
 	return res, nil
 }

@@ -56,8 +56,7 @@ func ExplainGenericWith(ctx context.Context, db *DB, settings []string, q, types
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only; the rollback ends it
 	for _, q := range append([]string{
 		"PREPARE generic_plan (" + types + ") AS " + q,
-		"SET LOCAL plan_cache_mode = force_generic_plan",
-		"SET LOCAL enable_seqscan = off", // as sql.Pool.QueryPlannedOnce runs it
+		plannedOnceSQL, // the settings sql.Pool.QueryPlannedOnce runs it with
 	}, settings...) {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			return nil, err

@@ -83,6 +83,15 @@ func TestDeliveryPathWalksIndexesOnStaleStatistics(t *testing.T) {
 		if bitmapOfDueRuns(text) || len(bigSeqScans(t, db, text)) > 0 {
 			t.Errorf("the %s's generic plan scans a partition of due runs:\n%s", name, text)
 		}
+		// The completion finds the runs it writes (r) by key, one probe a
+		// run, never by reading an index whole; both find jobs so.
+		relations := `on jobs( j\w*)?$`
+		if name == "completion" {
+			relations = `on (job_runs\w* r(_\d+)?|jobs j(_\d+)?)$`
+		}
+		if walks := unkeyedScans(plan, relations); len(walks) > 0 {
+			t.Errorf("the %s's generic plan reads %q other than by key:\n%s", name, walks, text)
+		}
 	}
 
 	// A worker's write of its run looks in the run's partition only (its

@@ -99,9 +99,12 @@ const (
 	// runs, was compiled on every call: 1.3 s of LLVM for a claim that
 	// runs in 1.5 ms.
 	noJITSetting = "set_config('jit', 'off', true)"
-	// genericPlanSetting and noSeqScanSetting: see QueryPlannedOnce.
+	// genericPlanSetting, noSeqScanSetting and the join settings: see
+	// QueryPlannedOnce.
 	genericPlanSetting = "set_config('plan_cache_mode', 'force_generic_plan', true)"
 	noSeqScanSetting   = "set_config('enable_seqscan', 'off', true)"
+	noHashJoinSetting  = "set_config('enable_hashjoin', 'off', true)"
+	noMergeJoinSetting = "set_config('enable_mergejoin', 'off', true)"
 	// asyncCommitSetting: see Pool.
 	asyncCommitSetting = "set_config('synchronous_commit', 'off', true)"
 )
@@ -109,13 +112,17 @@ const (
 // settingsSQL is one statement that makes the settings.
 func settingsSQL(settings ...string) string { return "SELECT " + strings.Join(settings, ", ") }
 
+// plannedOnceSettings are QueryPlannedOnce's settings.
+var plannedOnceSettings = []string{noBitmapSetting, noJITSetting, genericPlanSetting, noSeqScanSetting,
+	noHashJoinSetting, noMergeJoinSetting}
+
 // The settings statements of QueryIndexWalk and QueryPlannedOnce, with
 // and without the asynchronous commit.
 var (
 	indexWalkSQL        = settingsSQL(noBitmapSetting, noJITSetting)
 	indexWalkAsyncSQL   = settingsSQL(noBitmapSetting, noJITSetting, asyncCommitSetting)
-	plannedOnceSQL      = settingsSQL(noBitmapSetting, noJITSetting, genericPlanSetting, noSeqScanSetting)
-	plannedOnceAsyncSQL = settingsSQL(noBitmapSetting, noJITSetting, genericPlanSetting, noSeqScanSetting, asyncCommitSetting)
+	plannedOnceSQL      = settingsSQL(plannedOnceSettings...)
+	plannedOnceAsyncSQL = settingsSQL(append(plannedOnceSettings, asyncCommitSetting)...)
 )
 
 // QueryIndexWalk is Query for the statements of the delivery path (the
@@ -153,6 +160,14 @@ func (p *Pool) QueryIndexWalk(ctx context.Context, sql string, args ...any) (pgx
 // a sequential scan of a job_runs partition for the claim's update of the
 // runs held over their limit. Sequential scans are off for the statement,
 // so every table with an index is read through one.
+//
+// And so are hash and merge joins: such a statement touches a batch of
+// runs named by their keys (a claim's, a completion's), so its one good
+// join is a nested loop that probes a table by key for each row of the
+// batch. A hash or merge join reads the whole of the other side, which
+// the generic plan guesses small (a completion's hashed the runs of a
+// whole partition, a claim's merged with all of jobs: see fenceEach and
+// jobOfLeased).
 func (p *Pool) QueryPlannedOnce(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	pre := plannedOnceSQL
 	if p.async(args) {
