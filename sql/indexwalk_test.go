@@ -126,6 +126,10 @@ func TestDeliveryPathWalksIndexesOnStaleStatistics(t *testing.T) {
 	if n := len(partitionsIn(strings.Join(scans, "\n"))); n != 1 {
 		t.Errorf("the generic plan of a fenced write of one run scans %d partitions, want 1:\n%s", n, strings.Join(plan, "\n"))
 	}
+	// By the run's key, not by reading an index of the partition whole.
+	if walks := unkeyedScans(plan, `on job_runs\w*( \w+)?$`); len(walks) > 0 {
+		t.Errorf("the generic plan of a fenced write of one run reads %q other than by key:\n%s", walks, strings.Join(plan, "\n"))
+	}
 
 	// The settings were the statement's alone, the claim's included.
 	show := func() (v [3]string) {
