@@ -12,7 +12,7 @@ import (
 
 // Claimed is a run handed to a worker, with the job it belongs to: only
 // the fields delivering it needs are set (see claimRunColumns and
-// claimJobColumns); read the rest with Run or Job.
+// claimPickedJobColumns); read the rest with Run or Job.
 type Claimed struct {
 	Run *chronos.Run
 	Job *chronos.Job
@@ -133,24 +133,38 @@ func fenced(l Lease, n int64, err error, what, lost string) error {
 // And one kind is refused for good: a scheduled run, never attempted, of
 // a job with a starting deadline, whose available_at is further in the
 // past than that deadline. The leader marks it missed (expiredSQL).
-var claimSQL = claimSQLWith(claimableSQL, limitClaimCTEs, limitTakenCTE)
+var claimSQL = claimSQLWith(claimableOfJob(claimableBehind), limitClaimCTEs, limitTakenCTE)
 
 // claimSQL035 is claimSQL for a database before migration 036 (no
 // chronos_materializer yet): a finished cron job's runs are not held.
-var claimSQL035 = claimSQLWith(claimableSQL035, limitClaimCTEs, limitTakenCTE)
+var claimSQL035 = claimSQLWith(claimableOfJob(claimableBehind035), limitClaimCTEs, limitTakenCTE)
 
-// claimSQLWith is claimSQL with the job's condition claimable, the limit
-// check limits (the CTEs between picked and locked) and the key rows'
-// write taken (after locked).
+// claimSQLWith is claimSQL with the job's condition claimable (on the run
+// r and its job j, see claimableOfJob), the limit check limits (the CTEs
+// between picked and locked) and the key rows' write taken (after
+// locked).
+//
+// Each run's job is read once, by its key, in a LATERAL subquery that
+// OFFSET 0 keeps from being pulled up into a join: it yields the job's
+// condition on the claim, its overlap and what delivering the run needs,
+// which the leased runs carry out. The plan is a walk of
+// job_runs_claimable_idx in claim order with one probe of jobs a run
+// walked. The job used to be read three times a run (its overlap, its
+// condition, and the columns, by a join after the update), and as a join
+// the generic plan, guessing a tenth of the due runs for LIMIT $2, merged
+// the leased runs with jobs_pkey from its first entry: halfway through a
+// herd of 100,000 jobs, 55,000 rows of jobs read for 40 runs, in every
+// claim (TestClaimWalksTheClaimableIndex).
 func claimSQLWith(claimable, limits, taken string) string {
 	return `
 	WITH picked AS (
-		SELECT r.id, r.scheduled_at, r.job_id, r.available_at, r.limit_key,
-		       (SELECT j.overlap <> 'allow' FROM jobs j WHERE j.id = r.job_id) AS exclusive
-		  FROM job_runs r
+		SELECT r.id, r.scheduled_at, r.job_id, r.available_at, r.limit_key, j.exclusive, ` + qualified("j", claimPickedJobColumns) + `
+		  FROM job_runs r CROSS JOIN LATERAL (
+		       SELECT j.overlap <> 'allow' AS exclusive, ` + claimable + ` AS claimable, ` + qualified("j", claimPickedJobColumns) + `
+		         FROM jobs j WHERE j.id = r.job_id OFFSET 0) j
 		 WHERE r.status = 'pending' AND NOT r.held
 		   AND r.available_at <= now() + $4::bigint * interval '1 microsecond'
-		   AND ` + claimable + `
+		   AND j.claimable
 		   AND ` + hostClearSQL + `
 		 ORDER BY r.available_at, r.id
 		 LIMIT $2
@@ -173,38 +187,30 @@ func claimSQLWith(claimable, limits, taken string) string {
 		 WHERE r.id = picked.id AND r.scheduled_at = picked.scheduled_at
 		   AND (NOT picked.exclusive OR picked.id IN (SELECT run_id FROM locked))
 		   AND picked.id NOT IN (SELECT id FROM over_limit)
-		RETURNING ` + qualified("r", claimRunColumns) + `
+		RETURNING ` + qualified("r", claimRunColumns) + `, ` + qualified("picked", claimPickedJobColumns) + `
 	)
-	SELECT ` + qualified("l", claimRunColumns) + `, ` + qualified("j", claimJobColumns) + `,
+	SELECT ` + qualified("l", claimRunColumns) + `, l.job_id, ` + qualified("l", claimPickedJobColumns) + `,
 	       greatest(0, extract(epoch FROM l.available_at - clock_timestamp()) * 1000000)::bigint
-	  FROM leased l CROSS JOIN LATERAL (` + jobOfLeased + `) j
+	  FROM leased l
 	 ORDER BY l.available_at, l.id`
 }
-
-// jobOfLeased looks up the job of a leased run l by its primary key. It
-// is a LATERAL subquery that OFFSET 0 keeps from being pulled up into a
-// join, so the plan is always one index probe of jobs per run leased. As
-// a join, the generic plan's guess at the rows leased (a tenth of the due
-// runs for LIMIT $2, see QueryPlannedOnce) made a merge join look
-// cheaper, and it walked jobs_pkey from its first entry up to the highest
-// job id leased: a herd of 100,000 jobs read 55,000 rows of jobs to
-// return 40 runs, in every claim, so each claim cost more than the one
-// before it (TestClaimWalksTheClaimableIndex).
-const jobOfLeased = `SELECT ` + claimJobColumns + ` FROM jobs WHERE jobs.id = l.job_id OFFSET 0`
 
 // The slim claim (issue 21): a claim returns what delivering the run
 // needs, and nothing else: the request (target, method, headers, payload,
 // timeout), its signature (secrets), the retry delay (backoff), the
 // headers that identify the run, and the lease. Not the job's name,
 // schedule, policies, labels or description, nor the run's history.
+//
+// The job's columns ride with the run from picked to the answer; its id
+// is the run's job_id.
 const (
-	claimRunColumns = "id, job_id, scheduled_at, trigger, catch_up, attempt_count, available_at, leased_until, created_at"
-	claimJobColumns = "id, target_url, method, headers, payload, timeout_seconds, backoff, backoff_base_seconds, " +
+	claimRunColumns       = "id, job_id, scheduled_at, trigger, catch_up, attempt_count, available_at, leased_until, created_at"
+	claimPickedJobColumns = "target_url, method, headers, payload, timeout_seconds, backoff, backoff_base_seconds, " +
 		"backoff_max_seconds, signing_secrets"
 )
 
-// scanClaimed reads a row of the claim: claimRunColumns, claimJobColumns
-// and the wait in microseconds. The run is leased to *worker (one string
+// scanClaimed reads a row of the claim: claimRunColumns, the job's id and
+// claimPickedJobColumns, and the wait in microseconds. The run is leased to *worker (one string
 // for the whole claim: nothing writes through a run's LeasedBy).
 func scanClaimed(row pgx.CollectableRow, worker *string) (Claimed, error) {
 	var (
@@ -261,22 +267,27 @@ func scanJSON[T any](src []byte, dst *T, empty string) error {
 // claimableSQL is the condition on a pending run r that its job puts on
 // claiming it (see claimSQL), as a scalar subquery: false or null (the job
 // is gone) holds the run back.
-var claimableSQL = claimableWith(`(s.next_run_at <= now() OR (s.next_run_at IS NULL AND s.cron AND ` + unvouchedSQL + `))`)
+var claimableSQL = `(SELECT ` + claimableOfJob(claimableBehind) + ` FROM jobs j WHERE j.id = r.job_id)`
 
-// claimableSQL035 is claimableSQL before migration 036.
-var claimableSQL035 = claimableWith(`s.next_run_at <= now()`)
+// claimableBehind is the condition on the job's schedule row s under
+// which its scheduled runs wait for the materializer; claimableBehind035
+// is the same before migration 036.
+const (
+	claimableBehind    = `(s.next_run_at <= now() OR (s.next_run_at IS NULL AND s.cron AND ` + unvouchedSQL + `))`
+	claimableBehind035 = `s.next_run_at <= now()`
+)
 
-// claimableWith is claimableSQL with behind, the condition on the job's
-// schedule row s under which its scheduled runs wait for the materializer.
-func claimableWith(behind string) string {
-	return `(SELECT (j.overlap = 'allow'
+// claimableOfJob is the condition the job j puts on claiming its pending
+// run r, with behind (claimableBehind) for when its scheduled runs wait
+// for the materializer.
+func claimableOfJob(behind string) string {
+	return `((j.overlap = 'allow'
 	                OR NOT EXISTS (SELECT 1 FROM job_run_locks l WHERE l.job_id = j.id))
 	           AND NOT coalesce((SELECT (r.trigger = 'schedule' AND j.overlap <> 'queue_one' AND j.enabled
 	                                     AND ` + behind + `)
 	                                    OR (r.trigger = 'schedule' AND r.catch_up AND r.scheduled_at > s.catch_up_at)
 	                               FROM job_schedules s WHERE s.job_id = r.job_id), false)
-	           AND NOT ` + pastDeadline + `
-	          FROM jobs j WHERE j.id = r.job_id)`
+	           AND NOT ` + pastDeadline + `)`
 }
 
 // unvouchedSQL is true when the last materializer pass no longer vouches

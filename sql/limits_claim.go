@@ -172,7 +172,7 @@ func inFlightSQL028(key string) string {
 // claimSQL028 is claimSQL for a database from migration 022 (limits) to
 // 032: a new binary keeps delivering, and keeps the limits, while
 // migration 034 is still to run or running, as an older one did.
-var claimSQL028 = claimSQLWith(claimableSQL035, limitClaimCTEs028, limitTakenCTE028)
+var claimSQL028 = claimSQLWith(claimableOfJob(claimableBehind035), limitClaimCTEs028, limitTakenCTE028)
 
 // claimSQLBeforeLimits is claimSQL without the limit check, for a
 // database not yet migrated to 022 (limits).

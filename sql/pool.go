@@ -167,7 +167,7 @@ func (p *Pool) QueryIndexWalk(ctx context.Context, sql string, args ...any) (pgx
 // batch. A hash or merge join reads the whole of the other side, which
 // the generic plan guesses small (a completion's hashed the runs of a
 // whole partition, a claim's merged with all of jobs: see fenceEach and
-// jobOfLeased).
+// claimSQLWith).
 func (p *Pool) QueryPlannedOnce(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	pre := plannedOnceSQL
 	if p.async(args) {
