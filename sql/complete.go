@@ -76,12 +76,11 @@ var completeSQL = `
 	), freed AS (
 		UPDATE job_runs r
 		   SET status = CASE WHEN o.success THEN 'succeeded'
-		                     WHEN r.attempt_count >= j.max_retries + 1 THEN 'dead'
+		                     WHEN r.attempt_count >= ` + attemptsOfJob + ` THEN 'dead'
 		                     ELSE 'pending' END,
-		       available_at = CASE WHEN NOT o.success AND r.attempt_count < j.max_retries + 1
-		                           THEN now() + o.retry_us * interval '1 microsecond'
-		                           ELSE r.available_at END,
-		       finished_at = CASE WHEN o.success OR r.attempt_count >= j.max_retries + 1
+		       available_at = CASE WHEN o.success OR r.attempt_count >= ` + attemptsOfJob + ` THEN r.available_at
+		                           ELSE now() + o.retry_us * interval '1 microsecond' END,
+		       finished_at = CASE WHEN o.success OR r.attempt_count >= ` + attemptsOfJob + `
 		                          THEN now() END,
 		       started_at = COALESCE(r.started_at, now() - greatest(o.duration_ms, 0) * interval '1 millisecond', now()),
 		       leased_by = NULL, leased_until = NULL,
@@ -89,8 +88,8 @@ var completeSQL = `
 		       first_attempt_worker = CASE WHEN o.inline THEN o.worker END,
 		       first_attempt_body = CASE WHEN o.inline THEN o.body END,
 		       first_attempt_ms = CASE WHEN o.inline THEN o.duration_ms END
-		  FROM o, jobs j
-		 WHERE ` + fenceEach + ` AND j.id = r.job_id
+		  FROM o
+		 WHERE ` + fenceEach + `
 		RETURNING r.id, r.status, r.limit_key, o.attempt, o.worker, o.status_code, o.error, o.body, o.duration_ms, o.inline
 	), ` + limitReleaseCTE + `, recorded AS (
 		INSERT INTO run_attempts AS a (run_id, attempt, worker_id, started_at, finished_at, status_code,
@@ -106,6 +105,12 @@ var completeSQL = `
 		                              round(extract(epoch FROM EXCLUDED.finished_at - a.started_at) * 1000))
 	)
 	SELECT id, status FROM freed`
+
+// attemptsOfJob is the number of attempts the job of run r allows
+// (max_retries + 1), for completeSQL: a scalar subquery that a CASE
+// evaluates only for a failed outcome, so a success reads nothing of
+// jobs (it was a probe of jobs for every run, in a join).
+const attemptsOfJob = `(SELECT j.max_retries + 1 FROM jobs j WHERE j.id = r.job_id)`
 
 // limitReleaseCTE, in completeSQL after freed, releases the runs held for
 // the keys of the runs it finished, one for each (oldest first), so a
