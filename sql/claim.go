@@ -210,8 +210,9 @@ const (
 )
 
 // scanClaimed reads a row of the claim: claimRunColumns, the job's id and
-// claimPickedJobColumns, and the wait in microseconds. The run is leased to *worker (one string
-// for the whole claim: nothing writes through a run's LeasedBy).
+// claimPickedJobColumns, and the wait in microseconds. The run is leased
+// to *worker (one string for the whole claim: nothing writes through a
+// run's LeasedBy).
 func scanClaimed(row pgx.CollectableRow, worker *string) (Claimed, error) {
 	var (
 		r       = chronos.Run{Status: chronos.StatusLeased}

@@ -238,11 +238,10 @@ func (db *DB) Complete(ctx context.Context, outs []Outcome) ([]CompleteResult, e
 	return res, nil
 }
 
-// statusScan reads a run's status, NULL leaving ok false, without an
-// allocation for the statuses a run can have (pgtype.BytesScanner).
+// statusScan reads a run's status without an allocation for the
+// statuses a run can have (pgtype.BytesScanner).
 type statusScan struct {
 	status chronos.RunStatus
-	ok     bool
 }
 
 // runStatuses are the values job_runs.status may hold (its CHECK).
@@ -251,10 +250,7 @@ var runStatuses = []chronos.RunStatus{chronos.StatusPending, chronos.StatusLease
 
 // ScanBytes implements pgtype.BytesScanner.
 func (s *statusScan) ScanBytes(src []byte) error {
-	*s = statusScan{ok: src != nil}
-	if src == nil {
-		return nil
-	}
+	*s = statusScan{}
 	for _, st := range runStatuses {
 		if string(src) == string(st) {
 			s.status = st

@@ -106,7 +106,7 @@ var (
 
 // The materializer's settings and the statements that read and advance a
 // batch of jobs, for the external tests to EXPLAIN.
-var MaterializeSettingsForTest = materializeSettings
+var MaterializeSettingsForTest = strings.Join(materializeSettings, ", ")
 
 const (
 	DueJobsSQLForTest          = dueJobsSQL

@@ -140,11 +140,10 @@ const earlyJobsSQL = `
 // 2,000, in each of the herd's fifty batches: seconds of Postgres time
 // that grow with the square of the herd
 // (TestMaterializerReadsAHerdByIndex).
-var materializeSettings = strings.Join([]string{
+var materializeSettings = []string{
 	"set_config('synchronous_commit', 'on', true)", noSeqScanSetting,
-	"set_config('enable_sort', 'off', true)", "set_config('enable_hashjoin', 'off', true)",
-	"set_config('enable_mergejoin', 'off', true)",
-}, ", ")
+	"set_config('enable_sort', 'off', true)", noHashJoinSetting, noMergeJoinSetting,
+}
 
 // advanceSchedulesSQL writes the next_run_at and materialize_at of each
 // job of a batch: $1 the jobs, $2 and $3 the values.
@@ -208,7 +207,9 @@ func (db *DB) Materialize(ctx context.Context, now time.Time, lookahead time.Dur
 	//
 	// Its statements read by index only (materializeSettings).
 	var dbNow time.Time
-	if err := tx.QueryRow(ctx, "SELECT now(), "+materializeSettings).Scan(&dbNow, nil, nil, nil, nil, nil); err != nil {
+	into := make([]any, 1+len(materializeSettings)) // the settings' values are not read
+	into[0] = &dbNow
+	if err := tx.QueryRow(ctx, "SELECT now(), "+strings.Join(materializeSettings, ", ")).Scan(into...); err != nil {
 		return res, mapErr(err, "materialize: read the clock")
 	}
 	if now.IsZero() {
