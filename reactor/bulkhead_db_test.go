@@ -1,7 +1,6 @@
 package reactor
 
 import (
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -22,12 +21,7 @@ func TestBulkheadHangingHostDoesNotStarveAnother(t *testing.T) {
 	dsn := sqltest.NewURL(t)
 	hang := make(chan struct{})
 	release := sync.OnceFunc(func() { close(hang) })
-	bad := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-hang:
-		case <-r.Context().Done():
-		}
-	})
+	bad := newTarget(t, hangUntil(hang))
 	t.Cleanup(release) // before the target closes: it waits for the handler
 	good := newTarget(t, nil)
 	const (

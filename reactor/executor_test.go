@@ -298,12 +298,7 @@ func TestExecutorRefusesMetadataAlways(t *testing.T) {
 func TestExecutorTimeout(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
+	srv := httptest.NewServer(hangUntil(release))
 	defer srv.Close()
 	defer close(release)
 	e := newTestExecutor(t, Config{AllowPrivateTargets: true})

@@ -75,3 +75,15 @@ func newTarget(t *testing.T, h http.HandlerFunc) *target {
 	tg := reactortest.NewTarget(t, h)
 	return &target{Target: tg, hits: &tg.Hits, inFlight: &tg.InFlight, maxSeen: &tg.MaxSeen}
 }
+
+// hangUntil is a target's handler that never answers on its own: each
+// request is held until release is closed or the caller gives up (its
+// timeout, a shutdown), the host that hangs these tests need.
+func hangUntil(release <-chan struct{}) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}
+}

@@ -20,12 +20,7 @@ func TestShutdownCountsSentRequests(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
 	unblock := make(chan struct{})
-	slow := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-unblock:
-		case <-r.Context().Done():
-		}
-	})
+	slow := newTarget(t, hangUntil(unblock))
 	defer close(unblock)
 	// A quick call waits for the other one (at most 5 s) before its 300 ms:
 	// the two are in flight together however far apart a loaded machine
