@@ -1,7 +1,6 @@
 package reactor
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -19,10 +18,7 @@ import (
 func TestBulkheadHangingHostDoesNotStarveAnother(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
-	hang := make(chan struct{})
-	release := sync.OnceFunc(func() { close(hang) })
-	bad := newTarget(t, hangUntil(hang))
-	t.Cleanup(release) // before the target closes: it waits for the handler
+	bad, release := newHangingTarget(t)
 	good := newTarget(t, nil)
 	const (
 		slots    = 4 // limit 3: a reserve of 1

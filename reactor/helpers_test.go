@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -74,6 +75,17 @@ type target struct {
 func newTarget(t *testing.T, h http.HandlerFunc) *target {
 	tg := reactortest.NewTarget(t, h)
 	return &target{Target: tg, hits: &tg.Hits, inFlight: &tg.InFlight, maxSeen: &tg.MaxSeen}
+}
+
+// newHangingTarget starts a target that holds every request (hangUntil)
+// until release, which may be called more than once. Release also runs at
+// cleanup, before the target closes: closing waits for the handlers.
+func newHangingTarget(t *testing.T) (tg *target, release func()) {
+	hang := make(chan struct{})
+	release = sync.OnceFunc(func() { close(hang) })
+	tg = newTarget(t, hangUntil(hang))
+	t.Cleanup(release)
+	return tg, release
 }
 
 // hangUntil is a target's handler that never answers on its own: each

@@ -19,9 +19,8 @@ import (
 func TestShutdownCountsSentRequests(t *testing.T) {
 	t.Parallel()
 	dsn := sqltest.NewURL(t)
-	unblock := make(chan struct{})
-	slow := newTarget(t, hangUntil(unblock))
-	defer close(unblock)
+	slow, release := newHangingTarget(t)
+	defer release()
 	// A quick call waits for the other one (at most 5 s) before its 300 ms:
 	// the two are in flight together however far apart a loaded machine
 	// starts them.
