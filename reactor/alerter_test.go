@@ -16,7 +16,6 @@ import (
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // alertInbox is an alert destination on 127.0.0.1 that keeps every
@@ -131,8 +130,7 @@ func checkAlert(t *testing.T, d delivery, key []byte) chronos.DeadRunAlert {
 // run, its last error and status code, and a one-line text. A redrive that
 // dies again is a second death, and a second alert at each.
 func TestDeadRunAlerts(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	jobInbox, clusterInbox := newAlertInbox(t, nil), newAlertInbox(t, nil)
 	const clusterSecret = "cluster-secret"
 	in := startReactor(t, dsn, Config{SigningSecret: clusterSecret, Alerts: fastAlerts(clusterInbox.URL+"/cluster", 3)})
@@ -202,8 +200,7 @@ func TestDeadRunAlerts(t *testing.T) {
 // Attempts times, then given up: logged and counted (alert.dead_run,
 // failed), deleted, and never the cause of another alert or run.
 func TestDeadAlertGivenUp(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	failing := newAlertInbox(t, func(*http.Request) int { return http.StatusInternalServerError })
 	in := startReactor(t, dsn, Config{Alerts: fastAlerts(failing.URL+"/cluster", 3)})
 	waitSender(t, in.db, in.Name)
@@ -251,8 +248,7 @@ func TestDeadAlertGivenUp(t *testing.T) {
 // before its destination answered is handed back, and the next instance
 // sends it: same alert (webhook-id), nothing lost.
 func TestDeadAlertSurvivesRestart(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	var hang atomic.Bool
 	hang.Store(true)
 	inbox := newAlertInbox(t, func(r *http.Request) int {
@@ -299,8 +295,7 @@ func TestDeadAlertSurvivesRestart(t *testing.T) {
 // once, even with an alert in flight to a destination that never answers
 // (the alert is handed back).
 func TestAlerterStops(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	inbox := newAlertInbox(t, func(r *http.Request) int { <-r.Context().Done(); return 200 })
 	base := reactortest.NewInstance(t, dsn, "")
 	r := New(Config{DSN: dsn, Instance: base.Name, AllowPrivateTargets: true, Alerts: fastAlerts("", 3)}, base.DB, base.Bus, base.Log)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // A host that hangs holds the instance's slots outside the reserve and no
@@ -16,8 +15,7 @@ import (
 // delivered, once each, when it answers again. The breaker is off, so
 // the bulkhead alone does it.
 func TestBulkheadHangingHostDoesNotStarveAnother(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	bad, release := newHangingTarget(t)
 	good := newTarget(t, nil)
 	const (

@@ -9,14 +9,12 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Two instances on one database, 50 jobs firing every second for about ten
 // seconds: every occurrence in the window is delivered exactly once.
 func TestTwoReactorsEveryOccurrenceOnce(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 
 	type key struct {
 		job   string

@@ -6,12 +6,10 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 func TestDispatcherConcurrencyBound(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request) { time.Sleep(15 * time.Millisecond) })
 	in := startReactor(t, dsn, Config{WorkerConcurrency: 3})
 	job := createJob(t, in.db, &chronos.Job{TargetURL: tg.URL})
@@ -41,8 +39,7 @@ func TestDispatcherConcurrencyBound(t *testing.T) {
 // With no event at all (the bus is silent: no listener, no local publish),
 // the idle poll still picks up a run.
 func TestDispatcherIdlePollSafetyNet(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	tg := newTarget(t, nil)
 	in := startReactor(t, dsn, Config{IdlePollInterval: 300 * time.Millisecond})
 	job := createJob(t, in.db, &chronos.Job{TargetURL: tg.URL})
@@ -58,8 +55,7 @@ func TestDispatcherIdlePollSafetyNet(t *testing.T) {
 // A retry becomes available in the future; the local dispatcher arms a
 // timer for it and does not wait for the idle poll.
 func TestDispatcherTimerForRetry(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(HeaderAttempt) == "1" {
 			w.WriteHeader(http.StatusInternalServerError)

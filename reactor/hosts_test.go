@@ -116,8 +116,7 @@ func TestHostRetryAfterDefersEveryRunOfTheHost(t *testing.T) {
 // cooldown ends, then one probe, whose success closes the breaker and lets
 // the rest go. Waiting is not an attempt.
 func TestHostBreakerOpenedByOneInstanceHoldsRunsOnAnother(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	var failing atomic.Bool
 	failing.Store(true)
 	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request) {

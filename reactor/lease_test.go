@@ -6,14 +6,12 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // When a renewal finds the lease gone (the run was reclaimed), the worker
 // cancels its call, records nothing, and publishes EventLeaseLost.
 func TestLeaseLostCancelsCall(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	cancelled := make(chan struct{}, 1)
 	tg := newTarget(t, func(w http.ResponseWriter, r *http.Request) {
 		select {

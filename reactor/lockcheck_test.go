@@ -7,7 +7,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // An orphaned lock row (its run long gone, as a hand edit of the table
@@ -15,8 +14,7 @@ import (
 // leader's lock check deletes it, the waiting run is delivered, and the
 // repair is announced (chronos_run_lock_repairs_total counts it).
 func TestLeaderRepairsAnOrphanedLock(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	tg := newTarget(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	db := reactortest.OpenDB(t, dsn, "setup")
 	expr := "0 0 1 1 *"

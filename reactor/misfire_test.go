@@ -6,7 +6,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/internal/instant"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // misfire "all" after a whole-cluster stop: every missed occurrence,
@@ -15,8 +14,7 @@ import (
 // request arrives after the previous one was answered), although the job
 // allows overlap (issue 22.5).
 func TestMisfireAllInOrderAtTheTarget(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	const hold = 150 * time.Millisecond
 	rec := newRecorder(t, hold)
 	// Runs materialized 10 s ahead: some are still pending when the stop

@@ -7,15 +7,13 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/reactor/reactortest"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Jitter end to end (issue 14.2): each occurrence reaches the target no
 // earlier than its nominal instant plus the job's deterministic offset, and
 // X-Chronos-Scheduled-At still carries the nominal instant.
 func TestJitterAtTheTarget(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	rec := newRecorder(t, 0)
 	in := startLeader(t, dsn, Config{})
 	expr := "*/5 * * * * *"
@@ -46,8 +44,7 @@ func TestJitterAtTheTarget(t *testing.T) {
 // is never delivered, and the leader announces it with the job's id
 // (issue 14.4).
 func TestStartingDeadlineMissedAnnounced(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	rec := newRecorder(t, 0)
 	in := startReactor(t, dsn, Config{})
 	skips := in.bus.Subscribe(64, func(e chronos.Event) bool { return e.Type == chronos.EventSkipped })

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // Calls still in flight when the shutdown grace runs out are cancelled.
@@ -17,8 +16,7 @@ import (
 // any other; calls that finish within the grace are recorded as they
 // answered. Nothing is left leased.
 func TestShutdownCountsSentRequests(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	slow, release := newHangingTarget(t)
 	defer release()
 	// A quick call waits for the other one (at most 5 s) before its 300 ms:
@@ -98,8 +96,7 @@ func (u *unsentTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // A call whose request was never written when the grace ran out is handed
 // back uncounted: the target cannot have seen it.
 func TestShutdownReleasesUnsentRequests(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	rt := &unsentTransport{}
 	in := startReactor(t, dsn, Config{WorkerConcurrency: 4, ShutdownTimeout: 300 * time.Millisecond},
 		func(r *Reactor) { r.exec.client.Transport = rt })
@@ -122,8 +119,7 @@ func TestShutdownReleasesUnsentRequests(t *testing.T) {
 // A reactor that stops while idle returns promptly and leaves nothing
 // running (goleak in TestMain checks the goroutines).
 func TestShutdownIdle(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	in := startLeader(t, dsn, Config{})
 	start := time.Now()
 	if err := in.stop(); err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
-	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
 // recorded is one delivery a recorder received.
@@ -77,8 +76,7 @@ func TestSkewedLeaderKeepsEveryOccurrence(t *testing.T) {
 	t.Parallel()
 	for _, skew := range []time.Duration{5 * time.Second, -5 * time.Second} {
 		t.Run(skew.String(), func(t *testing.T) {
-			t.Parallel()
-			dsn := sqltest.NewURL(t)
+			dsn := parallelDSN(t)
 			rec := newRecorder(t, 0)
 			in := startLeader(t, dsn, Config{ClockSkew: skew})
 			expr := "* * * * * *"
@@ -127,8 +125,7 @@ func TestExclusiveOverlapAtTheTarget(t *testing.T) {
 	t.Parallel()
 	for _, policy := range []chronos.OverlapPolicy{chronos.OverlapQueueOne, chronos.OverlapSkip} {
 		t.Run(string(policy), func(t *testing.T) {
-			t.Parallel()
-			dsn := sqltest.NewURL(t)
+			dsn := parallelDSN(t)
 			rec := newRecorder(t, 2500*time.Millisecond)
 			cfg := Config{WorkerConcurrency: 4}
 			a := startReactor(t, dsn, withInstance(cfg, "overlap-a-"+string(policy)))
@@ -209,8 +206,7 @@ func stopEverySecond(t *testing.T, dsn string, cfg Config, rec *recorder, misfir
 // gets exactly one late request for the gap, flagged as the catch-up in
 // the recorded, and then the schedule resumes on time (issue 11.5).
 func TestCatchUpAfterClusterStop(t *testing.T) {
-	t.Parallel()
-	dsn := sqltest.NewURL(t)
+	dsn := parallelDSN(t)
 	rec := newRecorder(t, 0)
 	first, stopped, ahead := stopEverySecond(t, dsn, Config{}, rec, "")
 	t.Logf("%d runs created ahead when the cluster stopped", ahead)
