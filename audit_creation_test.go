@@ -2,6 +2,7 @@ package chronos_test
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -63,4 +64,99 @@ func TestCreationChangesSplitsNestedValues(t *testing.T) {
 	if got := chronos.CreationChanges(nil); got != "{}" {
 		t.Errorf("CreationChanges(nil) = %s, want {}", got)
 	}
+}
+
+// TestCreationChangesMatchesJobChangesOnVariedJobs: the creation entry's
+// own encoding of plain values agrees byte for byte with json.Marshal of
+// JobChanges(nil, job) on jobs whose every field varies: strings that
+// need escaping or not, nil and empty maps and lists, payloads compact or
+// not, times with and without fractions and zones, floats in and out of
+// the range written without an exponent, pointers set and unset.
+func TestCreationChangesMatchesJobChangesOnVariedJobs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 2026))
+	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
+	str := func() string {
+		return pick("", "nightly", "a b", `q"uote`, `back\slash`, "<b>&", "tab\there", "é", "line\u2028sep", "\x7f", "plain-Name_1.2")
+	}
+	when := func() time.Time {
+		return time.Date(1990+rng.IntN(60), time.Month(1+rng.IntN(12)), 1+rng.IntN(28), rng.IntN(24), 0, rng.IntN(60),
+			pick3(rng, 0, 500, 123456789), pick3z(rng))
+	}
+	for i := range 3000 {
+		j := &chronos.Job{ID: int64(i), Name: str(), Description: str(), Timezone: str(), TargetURL: str(),
+			Method: str(), TimeoutSeconds: rng.IntN(100) - 5, MaxRetries: rng.IntN(10),
+			Backoff: chronos.BackoffStrategy(str()), Overlap: chronos.OverlapPolicy(str()),
+			BackoffBaseSeconds: pickf(rng), BackoffMaxSeconds: pickf(rng), Enabled: rng.IntN(2) == 0,
+			Misfire: chronos.MisfirePolicy(str()), JitterSeconds: rng.IntN(5), CreatedAt: when(),
+			CalendarPolicy: chronos.CalendarPolicy(str())}
+		if rng.IntN(2) == 0 {
+			c := str()
+			j.CronExpr = &c
+		} else {
+			r := when()
+			j.RunAt = &r
+		}
+		if rng.IntN(2) == 0 {
+			s, e := when(), when()
+			j.StartsAt, j.EndsAt = &s, &e
+		}
+		if rng.IntN(2) == 0 {
+			d := rng.IntN(1000)
+			j.StartingDeadlineSeconds = &d
+		}
+		if rng.IntN(2) == 0 {
+			u, k := str(), str()
+			j.OnDeadURL, j.LimitKey = &u, &k
+		}
+		switch rng.IntN(3) {
+		case 1:
+			j.Labels = map[string]string{}
+		case 2:
+			j.Labels = map[string]string{str(): str(), str(): str()}
+		}
+		switch rng.IntN(3) {
+		case 1:
+			j.Headers = map[string]string{}
+		case 2:
+			j.Headers = map[string]string{"Authorization": str(), "X-A": str()}
+			j.SecretHeaders = []string{"Authorization"}
+		}
+		switch rng.IntN(3) {
+		case 1:
+			j.Exclude = []chronos.DateRange{}
+		case 2:
+			j.Exclude = []chronos.DateRange{{From: str(), To: str()}}
+		}
+		switch rng.IntN(3) {
+		case 1:
+			j.Calendars = []string{}
+		case 2:
+			j.Calendars = []string{str()}
+		}
+		if rng.IntN(2) == 0 {
+			exp := when()
+			j.SigningSecrets = []chronos.SigningSecret{{Secret: "s", CreatedAt: when(), ExpiresAt: &exp}}
+		}
+		j.Payload = json.RawMessage(pick("", "null", `{"n":1}`, `{ "n" : [1, 2] }`, `"<&>"`, "[\"\u2028\"]", `{"é":"\\u00e9"}`))
+		if len(j.Payload) == 0 {
+			j.Payload = nil
+		}
+		want, err := json.Marshal(chronos.JobChanges(nil, j))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := chronos.CreationChanges(j); got != string(want) {
+			t.Fatalf("job %d: CreationChanges:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
+
+func pick3(rng *rand.Rand, a, b, c int) int { return []int{a, b, c}[rng.IntN(3)] }
+
+func pick3z(rng *rand.Rand) *time.Location {
+	return []*time.Location{time.UTC, time.FixedZone("X", 5*3600+1800), time.FixedZone("Y", -7*3600)}[rng.IntN(3)]
+}
+
+func pickf(rng *rand.Rand) float64 {
+	return []float64{0, 2, 0.5, 600, 1e-7, 1e22, -3.25, 123456.789, 1e20}[rng.IntN(9)]
 }

@@ -195,12 +195,11 @@ func insertArgs(jobs []preparedJob) ([]any, error) {
 		j := p.j
 		name[i], cron[i], runAt[i], tz[i], target[i], method[i] = j.Name, j.CronExpr, j.RunAt, j.Timezone, j.TargetURL, j.Method
 		if j.Headers != nil {
-			h, err := json.Marshal(j.Headers)
+			h, err := jsonText(j.Headers, len(j.Headers), "{}", "headers")
 			if err != nil {
-				return nil, fmt.Errorf("insert jobs: encode headers: %w", err)
+				return nil, err
 			}
-			hs := string(h)
-			headers[i] = &hs
+			headers[i] = &h
 		}
 		if len(j.Payload) > 0 {
 			ps := string(j.Payload) // byte for byte: the column is json
@@ -210,32 +209,41 @@ func insertArgs(jobs []preparedJob) ([]any, error) {
 			j.BackoffBaseSeconds, j.BackoffMaxSeconds
 		overlap[i], enabled[i], next[i], early[i] = string(j.Overlap), j.Enabled, p.row.next, p.row.early
 		secretHeaders[i] = textArrayLiteral(secretHeadersArg(j))
-		s, err := json.Marshal(toStored(j.SigningSecrets))
+		s, err := jsonText(toStored(j.SigningSecrets), len(j.SigningSecrets), "[]", "signing secrets")
 		if err != nil {
-			return nil, fmt.Errorf("insert jobs: encode signing secrets: %w", err)
+			return nil, err
 		}
-		signing[i] = string(s)
+		signing[i] = s
 		startsAt[i], endsAt[i], misfire[i], deadline[i], jitter[i] = j.StartsAt, j.EndsAt, string(j.Misfire),
 			j.StartingDeadlineSeconds, j.JitterSeconds
-		ex := j.Exclude
-		if ex == nil {
-			ex = []chronos.DateRange{}
+		if exclude[i], err = jsonText(j.Exclude, len(j.Exclude), "[]", "exclude"); err != nil {
+			return nil, err
 		}
-		e, err := json.Marshal(ex)
-		if err != nil {
-			return nil, fmt.Errorf("insert jobs: encode exclude: %w", err)
-		}
-		exclude[i] = string(e)
 		descr[i] = j.Description
-		l, err := json.Marshal(labelsArg(j))
-		if err != nil {
-			return nil, fmt.Errorf("insert jobs: encode labels: %w", err)
+		if labels[i], err = jsonText(j.Labels, len(j.Labels), "{}", "labels"); err != nil {
+			return nil, err
 		}
-		labels[i], actor[i], changes[i], onDead[i], limitKey[i] = string(l), p.row.actor, p.row.changes, j.OnDeadURL, j.LimitKey
+		actor[i], changes[i], onDead[i], limitKey[i] = p.row.actor, p.row.changes, j.OnDeadURL, j.LimitKey
 	}
 	return []any{name, cron, runAt, tz, target, method, headers, payload, timeout, retries, backoff, base,
 		maxBackoff, overlap, enabled, next, secretHeaders, signing, startsAt, endsAt, misfire, deadline, jitter,
 		exclude, descr, labels, actor, changes, onDead, limitKey, jobs[0].j.CreatedAt, early}, nil
+}
+
+// jsonText is v, a map or list of n members, as JSON text: empty when n
+// is zero (an absent one is stored empty too), without encoding it, as
+// most jobs' headers, labels, exclusions and signing secrets are;
+// otherwise as json.Marshal writes it (and pgx would, for a jsonb
+// parameter).
+func jsonText(v any, n int, empty, what string) (string, error) {
+	if n == 0 {
+		return empty, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("insert jobs: encode %s: %w", what, err)
+	}
+	return string(raw), nil
 }
 
 // textArrayLiteral is ss as a Postgres array literal ('{"a","b"}'), every
