@@ -35,11 +35,16 @@ func (e *env) api(ctx context.Context, method, path string, body any, want int, 
 	return e.apiAt(ctx, e.insts[0].url(), method, path, body, want, out)
 }
 
-// apiAt makes one API call to the instance at base and decodes the
+// apiAt makes one API call to the instance at base (a json.RawMessage
+// body is sent as it is, anything else encoded) and decodes the
 // answer into out (nil: the body is read and dropped).
 func (e *env) apiAt(ctx context.Context, base, method, path string, body any, want int, out any) error {
 	var rd io.Reader
-	if body != nil {
+	switch b := body.(type) {
+	case nil:
+	case json.RawMessage:
+		rd = bytes.NewReader(b) // sent as it is: encoding would check and compact it again
+	default:
 		raw, err := json.Marshal(body)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	nethttp "net/http"
 	"slices"
 	"strconv"
@@ -106,14 +107,27 @@ type jobBatchResult struct {
 }
 
 // batchAnswer is the 201 of a created batch.
+//
+// The body is json.Marshal's of jobBatchResult, written a job at a time
+// with Job.AppendJSON (encoding the batch by reflection was a tenth of
+// its CPU in Go); a job with a generated secret is jobWithSecret's
+// object: the job's members, then signing_secret.
 func batchAnswer(jobs []*chronos.Job, secrets []string) (sql.IdempotentResponse, error) {
-	out := jobBatchResult{Jobs: make([]any, len(jobs))}
+	b := make([]byte, 0, 1024*len(jobs))
+	b = append(b, `{"jobs":[`...)
 	for i, j := range jobs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jobUTC(j).AppendJSON(b)
 		if secrets[i] != "" {
-			out.Jobs[i] = jobWithSecret{jobUTC(j), secrets[i]}
-		} else {
-			out.Jobs[i] = jobUTC(j)
+			secret, err := json.Marshal(secrets[i])
+			if err != nil {
+				return sql.IdempotentResponse{}, fmt.Errorf("encode a job's signing secret: %w", err)
+			}
+			b = append(append(append(b[:len(b)-1], `,"signing_secret":`...), secret...), '}')
 		}
 	}
-	return jsonAnswer(nethttp.StatusCreated, out, "")
+	b = append(b, "]}"...)
+	return sql.IdempotentResponse{Status: nethttp.StatusCreated, ContentType: jsonContentType, Body: b}, nil
 }
