@@ -22,6 +22,8 @@ func decodeFast(body []byte, dst any) (int, bool) {
 	if !fastDecodable(t) {
 		return 0, false
 	}
+	// Restoring a shallow copy of dst undoes json.Unmarshal because every
+	// caller decodes into a zero value: no pointer in it to write through.
 	target := reflect.ValueOf(dst).Elem()
 	saved := reflect.New(t).Elem()
 	saved.Set(target)
