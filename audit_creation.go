@@ -2,7 +2,6 @@ package chronos
 
 import (
 	"encoding/json"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -28,21 +27,10 @@ func CreationChanges(j *Job) string {
 	if j.Headers == nil || len(j.Headers) > 0 {
 		j = j.Redacted() // masks secrets, and shows no headers as {}
 	}
-	v := reflect.ValueOf(j).Elem()
-	b := make([]byte, 0, 1024)
-	b = append(b, '{')
-	for i, f := range plan {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, f.prefix...)
-		var ok bool
-		if b, ok = f.enc(b, v.Field(f.index)); !ok {
-			return string(mustMarshal(JobChanges(nil, j)))
-		}
-		b = append(b, '}')
+	b, ok := appendObject(make([]byte, 0, 1024), j, plan, "}")
+	if !ok {
+		return string(mustMarshal(JobChanges(nil, j)))
 	}
-	b = append(b, '}')
 	return string(b)
 }
 

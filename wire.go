@@ -19,20 +19,30 @@ func (j *Job) AppendJSON(b []byte) []byte {
 	if plan == nil {
 		return appendMarshalled(b, j)
 	}
+	out, ok := appendObject(b, j, plan, "")
+	if !ok {
+		return appendMarshalled(b, j)
+	}
+	return out
+}
+
+// appendObject appends a JSON object of j's members in plan: each its
+// prefix, its value and then suffix. ok is false when a value does not
+// encode (json.Marshal fails on it); b's bytes are then left as they were.
+func appendObject(b []byte, j *Job, plan []wireField, suffix string) (_ []byte, ok bool) {
 	v := reflect.ValueOf(j).Elem()
-	start := len(b)
 	b = append(b, '{')
 	for i, f := range plan {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, f.prefix...)
-		var ok bool
 		if b, ok = f.enc(b, v.Field(f.index)); !ok {
-			return appendMarshalled(b[:start], j)
+			return b, false
 		}
+		b = append(b, suffix...)
 	}
-	return append(b, '}')
+	return append(b, '}'), true
 }
 
 // appendMarshalled appends json.Marshal's encoding of a job, which always
