@@ -41,17 +41,13 @@ var creationPlan = sync.OnceValue(func() []wireField {
 	if fields == nil {
 		return nil
 	}
-	var audited []wireField
+	var plan []wireField
 	for _, f := range fields {
-		if !auditSkipped[f.prefix] {
-			audited = append(audited, f)
+		if !auditSkipped[f.key] {
+			plan = append(plan, f.withPrefix(`"%s":{"after":`))
 		}
 	}
-	slices.SortFunc(audited, func(a, b wireField) int { return strings.Compare(a.prefix, b.prefix) }) // by key
-	plan := make([]wireField, len(audited))
-	for i, f := range audited {
-		plan[i] = wireField{index: f.index, prefix: `"` + f.prefix + `":{"after":`, enc: f.enc}
-	}
+	slices.SortFunc(plan, func(a, b wireField) int { return strings.Compare(a.key, b.key) })
 	return plan
 })
 

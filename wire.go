@@ -3,6 +3,7 @@ package chronos
 import (
 	"encoding"
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -56,12 +57,19 @@ func appendMarshalled(b []byte, j *Job) []byte {
 }
 
 // wireField is one member of Job's JSON form: where it is in the struct,
-// what precedes its value (in jobWireFields, its bare key), and how its
-// value is written.
+// its key, what a plan writes before its value (empty in jobWireFields),
+// and how its value is written.
 type wireField struct {
 	index  int
+	key    string
 	prefix string
 	enc    wireEncoder
+}
+
+// withPrefix is f with prefix set to format's expansion of its key.
+func (f wireField) withPrefix(format string) wireField {
+	f.prefix = fmt.Sprintf(format, f.key)
+	return f
 }
 
 // jobWireFields is Job's members in the order json.Marshal writes them,
@@ -82,7 +90,7 @@ var jobWireFields = sync.OnceValue(func() []wireField {
 			return nil
 		}
 		if tag != "-" {
-			fields = append(fields, wireField{index: i, prefix: tag, enc: encoderFor(f.Type)})
+			fields = append(fields, wireField{index: i, key: tag, enc: encoderFor(f.Type)})
 		}
 	}
 	return fields
@@ -97,7 +105,7 @@ var jobWirePlan = sync.OnceValue(func() []wireField {
 	}
 	plan := make([]wireField, len(fields))
 	for i, f := range fields {
-		plan[i] = wireField{index: f.index, prefix: `"` + f.prefix + `":`, enc: f.enc}
+		plan[i] = f.withPrefix(`"%s":`)
 	}
 	return plan
 })

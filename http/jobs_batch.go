@@ -101,14 +101,9 @@ func prefixFields(bad map[string]string, i int, err error) {
 	}
 }
 
-// jobBatchResult is the body of a created batch.
-type jobBatchResult struct {
-	Jobs []any `json:"jobs"` // each a job, with signing_secret when one was generated
-}
-
 // batchAnswer is the 201 of a created batch.
 //
-// The body is json.Marshal's of jobBatchResult, written a job at a time
+// The body is {"jobs": [...]}, json.Marshal's bytes, written a job at a time
 // with Job.AppendJSON (encoding the batch by reflection was a tenth of
 // its CPU in Go); a job with a generated secret is jobWithSecret's
 // object: the job's members, then signing_secret.

@@ -8,6 +8,12 @@ import (
 	"github.com/chronoshq/chronos"
 )
 
+// jobBatchResult is the body of a created batch as json.Marshal would
+// encode it: what batchAnswer must write.
+type jobBatchResult struct {
+	Jobs []any `json:"jobs"` // each a job, with signing_secret when one was generated
+}
+
 // TestBatchAnswerIsTheBatchEncoded: the batch's 201, written a job at a
 // time, is json.Marshal of jobBatchResult byte for byte, with and without
 // generated secrets, headers to mask and values to escape.
