@@ -122,6 +122,13 @@ func PartitionTxForTest(ctx context.Context, db *DB, f func(pgx.Tx) error) error
 	return db.partitionTx(ctx, "test upkeep", f)
 }
 
+// TryLockForTest is tryLock: table's ACCESS EXCLUSIVE lock in tx, or
+// ErrLockRefusedForTest without waiting.
+var TryLockForTest = tryLock
+
+// ErrLockRefusedForTest is errLockRefused.
+var ErrLockRefusedForTest = errLockRefused
+
 // LeaderKeyForTest is the leadership lock's key, for tests that hold it
 // as a binary from before the schema's minimum would.
 const LeaderKeyForTest = leaderKey

@@ -126,3 +126,58 @@ func TestPartitionUpkeepNeverWaitsWhileHoldingJobRuns(t *testing.T) {
 		t.Errorf("partition upkeep once the reader is gone: %v", err)
 	}
 }
+
+// TestPartitionUpkeepRefusedWithoutAnError: the upkeep is refused a
+// partition's lock a few times a minute on a busy cluster (see the test
+// above). A plain LOCK ... NOWAIT refused is an ERROR, which Postgres
+// writes to its log and which ends the transaction: a line a minute that
+// reads like a fault. The refusal now leaves the transaction going (so
+// the server raised no error), and the lock is taken once it is free.
+func TestPartitionUpkeepRefusedWithoutAnError(t *testing.T) {
+	db, ctx, _ := parallelJob(t, "0 0 1 1 *")
+	holder, err := db.Pool.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := holder.Exec(ctx, "SELECT count(*) FROM job_runs_default"); err != nil {
+		t.Fatal(err)
+	}
+
+	err = sql.PartitionTxForTest(ctx, db, func(tx pgx.Tx) error {
+		if err := sql.TryLockForTest(ctx, tx, "job_runs_default"); !errors.Is(err, sql.ErrLockRefusedForTest) {
+			t.Errorf("lock a partition another transaction reads: %v, want refused", err)
+		}
+		// After an error, any statement fails with "current transaction
+		// is aborted".
+		var one int
+		if err := tx.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+			t.Errorf("the transaction after the refused lock: %v; want it going", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := holder.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = sql.PartitionTxForTest(ctx, db, func(tx pgx.Tx) error {
+		if err := sql.TryLockForTest(ctx, tx, "job_runs_default"); err != nil {
+			return err
+		}
+		var held bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid()
+			AND relation = 'job_runs_default'::regclass AND mode = 'AccessExclusiveLock' AND granted)`).Scan(&held); err != nil {
+			return err
+		}
+		if !held {
+			t.Error("the lock was not taken once the partition was free")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("lock a free partition: %v", err)
+	}
+}
