@@ -122,9 +122,9 @@ func PartitionTxForTest(ctx context.Context, db *DB, f func(pgx.Tx) error) error
 	return db.partitionTx(ctx, "test upkeep", f)
 }
 
-// TryLockForTest is tryLock: table's ACCESS EXCLUSIVE lock in tx, or
-// ErrLockRefusedForTest without waiting.
-var TryLockForTest = tryLock
+// LockPartitionForTest is lockPartition: parent's lock in mode and then
+// part's ACCESS EXCLUSIVE in tx, or neither and ErrLockRefusedForTest.
+var LockPartitionForTest = lockPartition
 
 // ErrLockRefusedForTest is errLockRefused.
 var ErrLockRefusedForTest = errLockRefused

@@ -253,10 +253,7 @@ func (db *DB) createPartition(ctx context.Context, parent, name, key, lo, hi str
 		// it until then (a minute's lag p99 of 45-109 ms at 5,000 runs/s),
 		// or with deadlock_timeout below it, by failing the statement. Now
 		// the upkeep lets go at once and tries again after a pause.
-		if _, err := tx.Exec(ctx, "LOCK TABLE ONLY "+p+" IN SHARE ROW EXCLUSIVE MODE"); err != nil {
-			return err
-		}
-		if err := tryLock(ctx, tx, dflt); err != nil {
+		if err := lockPartition(ctx, tx, p, "SHARE ROW EXCLUSIVE", dflt); err != nil {
 			return err
 		}
 		// The default partition's first row in range, and the first value
@@ -314,35 +311,41 @@ func (db *DB) createPartition(ctx context.Context, parent, name, key, lo, hi str
 	return created, nil
 }
 
-// errLockRefused: tryLock found the table locked by another session.
+// errLockRefused: lockPartition did not get its locks.
 var errLockRefused = errors.New("lock not available")
 
 // lockBusy tells whether err is a lock the upkeep did not get: refused by
-// tryLock, or not granted within the lock timeout (lock_not_available).
+// lockPartition, or not granted within the lock timeout (lock_not_available).
 func lockBusy(err error) bool {
 	return errors.Is(err, errLockRefused) || pgCode(err) == "55P03"
 }
 
-// tryLockSQL takes the ACCESS EXCLUSIVE lock of a table if it is free at
-// once (NOWAIT), and records in the transaction whether it did. A refused
-// NOWAIT is caught inside the block, which rolls back only the block's
-// subtransaction: the transaction goes on, and the server logs no ERROR.
-// On a busy cluster the upkeep is refused a few times a minute, and an
-// ERROR line in Postgres's log each time (as a plain LOCK ... NOWAIT
-// wrote) looks like a fault to whoever reads or alerts on that log.
-const tryLockSQL = `DO $$ BEGIN
+// lockPartitionSQL locks a parent table in a mode (waiting for it up to
+// the transaction's lock_timeout), then one of its partitions ACCESS
+// EXCLUSIVE if that is free at once (NOWAIT), and records in the
+// transaction whether it got both. A refusal of either is caught inside
+// the block, which rolls back the block's subtransaction and with it the
+// parent's lock: the upkeep lets go of job_runs in the same statement,
+// not a round trip later, the transaction goes on, and the server logs no
+// ERROR. On a busy cluster the upkeep is refused a few times a minute, and
+// an ERROR line in Postgres's log each time (as a plain LOCK ... NOWAIT
+// wrote) reads like a fault to whoever reads or alerts on that log.
+const lockPartitionSQL = `DO $$ BEGIN
+	LOCK TABLE ONLY %s IN %s MODE;
 	LOCK TABLE %s IN ACCESS EXCLUSIVE MODE NOWAIT;
 	PERFORM set_config('chronos.locked', 'on', true);
 EXCEPTION WHEN lock_not_available THEN
 	PERFORM set_config('chronos.locked', 'off', true);
 END $$`
 
-// tryLock takes table's ACCESS EXCLUSIVE lock in tx if no other session
-// holds a lock on it, without waiting: errLockRefused when one does. table
-// is a quoted identifier (pgx.Identifier.Sanitize). The upkeep never waits
-// for a partition while it holds job_runs (see createPartition).
-func tryLock(ctx context.Context, tx pgx.Tx, table string) error {
-	if _, err := tx.Exec(ctx, fmt.Sprintf(tryLockSQL, table)); err != nil {
+// lockPartition locks parent in mode and then its partition part ACCESS
+// EXCLUSIVE in tx, or neither: errLockRefused when the parent was not
+// granted within the lock timeout or another session holds any lock on
+// the partition. Both are quoted identifiers (pgx.Identifier.Sanitize).
+// The upkeep never waits for a partition while it holds its parent (see
+// createPartition).
+func lockPartition(ctx context.Context, tx pgx.Tx, parent, mode, part string) error {
+	if _, err := tx.Exec(ctx, fmt.Sprintf(lockPartitionSQL, parent, mode, part)); err != nil {
 		return err
 	}
 	var locked string
@@ -350,7 +353,7 @@ func tryLock(ctx context.Context, tx pgx.Tx, table string) error {
 		return err
 	}
 	if locked != "on" {
-		return fmt.Errorf("lock %s: %w", table, errLockRefused)
+		return fmt.Errorf("lock %s and %s: %w", parent, part, errLockRefused)
 	}
 	return nil
 }
@@ -452,12 +455,9 @@ func (db *DB) PruneRunPartitions(ctx context.Context, retention time.Duration) (
 			// Locked before the check: a redrive copies its run's
 			// scheduled_at, so a new pending run can appear in an old
 			// partition; under the lock none can.
-			if _, err := tx.Exec(ctx, "LOCK TABLE ONLY job_runs IN ACCESS EXCLUSIVE MODE"); err != nil {
-				return err
-			}
 			// NOWAIT for the partition, as for the default partition in
 			// createPartition: never wait on a lock while holding job_runs.
-			if err := tryLock(ctx, tx, t); err != nil {
+			if err := lockPartition(ctx, tx, "job_runs", "ACCESS EXCLUSIVE", t); err != nil {
 				return err
 			}
 			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+t+` WHERE status = 'pending')

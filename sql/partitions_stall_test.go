@@ -3,6 +3,7 @@ package sql_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -127,53 +128,76 @@ func TestPartitionUpkeepNeverWaitsWhileHoldingJobRuns(t *testing.T) {
 	}
 }
 
-// TestPartitionUpkeepRefusedWithoutAnError: the upkeep is refused a
-// partition's lock a few times a minute on a busy cluster (see the test
-// above). A plain LOCK ... NOWAIT refused is an ERROR, which Postgres
-// writes to its log and which ends the transaction: a line a minute that
-// reads like a fault. The refusal now leaves the transaction going (so
-// the server raised no error), and the lock is taken once it is free.
+// TestPartitionUpkeepRefusedWithoutAnError: the upkeep is refused its
+// locks a few times a minute on a busy cluster (see the test above). A
+// plain LOCK ... NOWAIT refused, or a LOCK past its lock_timeout, is an
+// ERROR, which Postgres writes to its log and which ends the transaction:
+// a line a minute that reads like a fault. A refusal now leaves the
+// transaction going (so the server raised no error) and holding neither
+// lock, the parent's included, and both locks are taken once they are
+// free.
 func TestPartitionUpkeepRefusedWithoutAnError(t *testing.T) {
-	db, ctx, _ := parallelJob(t, "0 0 1 1 *")
-	holder, err := db.Pool.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
+	db, ctx, j := parallelJob(t, "0 0 1 1 *")
+	// holds says which of job_runs' locks this transaction holds (an
+	// error: the transaction is aborted).
+	holds := func(tx pgx.Tx) (parent, part bool, err error) {
+		err = tx.QueryRow(ctx, `SELECT
+			EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid() AND relation = 'job_runs'::regclass
+			        AND mode = 'ShareRowExclusiveLock' AND granted),
+			EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid() AND relation = 'job_runs_default'::regclass
+			        AND mode = 'AccessExclusiveLock' AND granted)`).Scan(&parent, &part)
+		return parent, part, err
 	}
-	defer func() { _ = holder.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := holder.Exec(ctx, "SELECT count(*) FROM job_runs_default"); err != nil {
-		t.Fatal(err)
+	for _, busy := range []struct {
+		what string
+		stmt string
+	}{
+		{"a transaction reads the partition", "SELECT count(*) FROM job_runs_default"},
+		{"a transaction writes the parent", fmt.Sprintf(
+			"INSERT INTO job_runs (job_id, scheduled_at, trigger) VALUES (%d, now(), 'manual')", j.ID)},
+	} {
+		holder, err := db.Pool.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = holder.Rollback(context.WithoutCancel(ctx)) }()
+		if _, err := holder.Exec(ctx, busy.stmt); err != nil {
+			t.Fatal(err)
+		}
+		err = sql.PartitionTxForTest(ctx, db, func(tx pgx.Tx) error {
+			err := sql.LockPartitionForTest(ctx, tx, "job_runs", "SHARE ROW EXCLUSIVE", "job_runs_default")
+			if !errors.Is(err, sql.ErrLockRefusedForTest) {
+				t.Errorf("%s: lock for upkeep: %v, want refused", busy.what, err)
+			}
+			// After an error, any statement fails with "current
+			// transaction is aborted".
+			parent, part, err := holds(tx)
+			if err != nil {
+				return err
+			}
+			if parent || part {
+				t.Errorf("%s: refused, the upkeep still holds job_runs (%v) or its partition (%v)", busy.what, parent, part)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("%s: the transaction after the refused lock: %v; want it going", busy.what, err)
+		}
+		if err := holder.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 
-	err = sql.PartitionTxForTest(ctx, db, func(tx pgx.Tx) error {
-		if err := sql.TryLockForTest(ctx, tx, "job_runs_default"); !errors.Is(err, sql.ErrLockRefusedForTest) {
-			t.Errorf("lock a partition another transaction reads: %v, want refused", err)
-		}
-		// After an error, any statement fails with "current transaction
-		// is aborted".
-		var one int
-		if err := tx.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
-			t.Errorf("the transaction after the refused lock: %v; want it going", err)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	if err := holder.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	err = sql.PartitionTxForTest(ctx, db, func(tx pgx.Tx) error {
-		if err := sql.TryLockForTest(ctx, tx, "job_runs_default"); err != nil {
+	err := sql.PartitionTxForTest(ctx, db, func(tx pgx.Tx) error {
+		if err := sql.LockPartitionForTest(ctx, tx, "job_runs", "SHARE ROW EXCLUSIVE", "job_runs_default"); err != nil {
 			return err
 		}
-		var held bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = pg_backend_pid()
-			AND relation = 'job_runs_default'::regclass AND mode = 'AccessExclusiveLock' AND granted)`).Scan(&held); err != nil {
+		parent, part, err := holds(tx)
+		if err != nil {
 			return err
 		}
-		if !held {
-			t.Error("the lock was not taken once the partition was free")
+		if !parent || !part {
+			t.Errorf("free: the upkeep holds job_runs %v and its partition %v; want both", parent, part)
 		}
 		return nil
 	})
