@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -120,6 +121,12 @@ const FenceForTest = fence
 // PartitionTxForTest runs f as partition upkeep does (partitionTx).
 func PartitionTxForTest(ctx context.Context, db *DB, f func(pgx.Tx) error) error {
 	return db.partitionTx(ctx, "test upkeep", f)
+}
+
+// AnalyzeChangedTablesForTest is AnalyzeChangedTables with gap for the
+// least time between two analyzes of a table whose row count did not jump.
+func AnalyzeChangedTablesForTest(ctx context.Context, db *DB, gap time.Duration) ([]string, error) {
+	return db.analyzeChangedTables(ctx, gap)
 }
 
 // LockPartitionForTest is lockPartition: parent's lock in mode and then
