@@ -211,11 +211,22 @@
 //     under the old bounds would fail once the range exists) and ACCESS
 //     EXCLUSIVE on the default partition, for milliseconds: the default
 //     partition holds only strays. Dropping takes ACCESS EXCLUSIVE on
-//     the parent for the check and the DROP (milliseconds). Each waits at
-//     most PartitionLockTimeout (100 ms) and otherwise tries again at the
-//     next tick, so upkeep delays a claim by 100 ms at worst. (DETACH
+//     the parent for the check and the DROP (milliseconds). The parent
+//     waits at most PartitionLockTimeout (100 ms); the partition is taken
+//     NOWAIT, never waited for while the parent is held (a statement that
+//     read job_runs and then writes it would close a cycle). Both are
+//     asked for in one DO block that catches a refusal, which lets go of
+//     the parent in the same statement and leaves no ERROR in the
+//     server's log (lockPartition); the upkeep tries again after a pause
+//     and at the next tick, so it delays a claim by 100 ms at worst. (DETACH
 //     PARTITION CONCURRENTLY would avoid the parent lock, but Postgres
 //     refuses it while a default partition exists.)
+//   - Statistics: the leader analyzes a partition whose live rows grew
+//     or shrank by more than max(5,000, a fifth) since its last analyze,
+//     and job_schedules once that many of its rows changed
+//     (AnalyzeChangedTables), at most every 30 s unless the count jumped
+//     fourfold: a burst is analyzed as soon as it is seen; a partition
+//     filling at 5,000 runs/s is not analyzed a dozen times a minute.
 //   - The upgrade (019, 020) runs online: the existing tables become the
 //     partitions job_runs_legacy [MINVALUE, bound) and
 //     run_attempts_legacy, attached after a bounding CHECK was added NOT
