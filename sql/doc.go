@@ -224,9 +224,10 @@
 //   - Statistics: the leader analyzes a partition whose live rows grew
 //     or shrank by more than max(5,000, a fifth) since its last analyze,
 //     and job_schedules once that many of its rows changed
-//     (AnalyzeChangedTables), at most every 30 s unless the count jumped
-//     fourfold: a burst is analyzed as soon as it is seen; a partition
-//     filling at 5,000 runs/s is not analyzed a dozen times a minute.
+//     (AnalyzeChangedTables); a partition at most every 30 s unless its
+//     count jumped fourfold: a burst is analyzed as soon as it is seen; a
+//     partition filling at 5,000 runs/s is not analyzed a dozen times a
+//     minute.
 //   - The upgrade (019, 020) runs online: the existing tables become the
 //     partitions job_runs_legacy [MINVALUE, bound) and
 //     run_attempts_legacy, attached after a bounding CHECK was added NOT

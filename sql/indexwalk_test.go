@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chronoshq/chronos"
 	"github.com/chronoshq/chronos/sql"
 )
 
@@ -335,6 +336,53 @@ func TestAnalyzeChangedTablesAtMostOncePerGap(t *testing.T) {
 	insert(40000)
 	if !analyzedWithin(partition, time.Hour, 30*time.Second) {
 		t.Errorf("%s jumped from 12,000 to 52,000 runs right after an analyze: not analyzed within 30 s", partition)
+	}
+}
+
+// TestAnalyzeChangedTablesSchedulesEveryHerd: job_schedules is analyzed
+// each time a herd moved that many of its rows, however soon after the
+// last analyze: a herd changes no row count, so the gap that spares a
+// filling partition would leave the materializer's due query planned on
+// the previous herd's next_run_at for half a minute.
+func TestAnalyzeChangedTablesSchedulesEveryHerd(t *testing.T) {
+	db, ctx := parallelDB(t)
+	jobs := make([]*chronos.Job, 6000)
+	for i := range jobs {
+		jobs[i] = cronJob("0 0 1 1 *")
+	}
+	for i := 0; i < len(jobs); i += sql.CreateMaxBatch {
+		if err := db.CreateJobs(ctx, jobs[i:min(i+sql.CreateMaxBatch, len(jobs))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Pool.Exec(ctx, "ALTER TABLE job_schedules SET (autovacuum_enabled = false)"); err != nil {
+		t.Fatal(err)
+	}
+	for herd := 1; herd <= 2; herd++ {
+		conn, err := db.Pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.Exec(ctx, "UPDATE job_schedules SET next_run_at = now() + make_interval(hours => $1)", herd)
+		if err == nil {
+			_, err = conn.Exec(ctx, "SELECT pg_stat_force_next_flush()")
+		}
+		conn.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		analyzed := false
+		for deadline := time.Now().Add(30 * time.Second); !analyzed; {
+			got, err := sql.AnalyzeChangedTablesForTest(ctx, db, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			analyzed = slices.Contains(got, "job_schedules")
+			if !analyzed && time.Now().After(deadline) {
+				t.Fatalf("herd %d moved 6,000 schedules: job_schedules not analyzed within 30 s", herd)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 }
 

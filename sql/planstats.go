@@ -25,8 +25,8 @@ import (
 
 // analyzeMinChanges and analyzeFraction: a table is analyzed when more
 // than max(analyzeMinChanges, analyzeFraction × its rows) of its rows
-// changed since its last analyze, and at most once per analyzeMinGap
-// unless its row count changed by analyzeJump times or more.
+// changed since its last analyze; a partition at most once per
+// analyzeMinGap unless its row count changed by analyzeJump times or more.
 //
 // The gap is for a partition that fills steadily (at 5,000 runs/s a
 // minute-wide partition grows by 300,000 rows): each fifth more was an
@@ -48,9 +48,10 @@ const (
 // run_attempts whose live rows grew or shrank past the threshold ($1,
 // $2) since its last analyze (a burst arrived, or a partition filled),
 // and the schedules once that many of their rows changed (a herd moves
-// every next_run_at); each not analyzed within the last $3 seconds, or a
-// partition whose live rows are $4 times what its last analyze counted,
-// or a $4th of it.
+// every next_run_at). A partition is left alone within $3 seconds of its
+// last analyze unless its live rows are $4 times what that analyze
+// counted, or a $4th of it; the schedules, whose row count a herd does
+// not change, are analyzed whenever that many rows changed, as before.
 //
 // A partition's updates do not count. Draining a burst updates each run
 // twice (claimed, completed) without changing how many there are or
@@ -70,14 +71,14 @@ const changedTablesSQL = `
 	   AND (s.relid = 'job_schedules'::regclass
 	        OR s.relid IN (SELECT inhrelid FROM pg_inherits
 	                        WHERE inhparent IN ('job_runs'::regclass, 'run_attempts'::regclass)))
-	   AND (coalesce(greatest(s.last_analyze, s.last_autoanalyze) < now() - $3::float8 * interval '1 second', true)
-	        OR (s.relid <> 'job_schedules'::regclass
-	            AND (s.n_live_tup > $4::float8 * greatest(c.reltuples, 0)
-	                 OR $4::float8 * s.n_live_tup < c.reltuples)))
+	   AND (s.relid = 'job_schedules'::regclass
+	        OR coalesce(greatest(s.last_analyze, s.last_autoanalyze) < now() - $3::float8 * interval '1 second', true)
+	        OR s.n_live_tup > $4::float8 * greatest(c.reltuples, 0)
+	        OR $4::float8 * s.n_live_tup < c.reltuples)
 	 ORDER BY s.n_mod_since_analyze DESC`
 
 // AnalyzeChangedTables analyzes each hot table that changed enough since
-// its last analyze (and, unless its row count jumped, not within
+// its last analyze (a partition, unless its row count jumped, not within
 // analyzeMinGap), and returns their names. A table dropped meanwhile
 // (a pruned partition) is skipped.
 func (db *DB) AnalyzeChangedTables(ctx context.Context) ([]string, error) {
