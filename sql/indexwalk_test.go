@@ -166,6 +166,23 @@ func partitionsIn(plan string) map[string]bool {
 	return seen
 }
 
+// noAutovacuumOfRuns turns autovacuum off for the partitions of
+// job_runs in this test's database only: the leader's analyze is what
+// autovacuum stands in for until it wakes, and should it analyze a
+// partition first, the leader finds nothing changed and a test that waits
+// for the leader waits in vain (one did, in a run at load 14).
+func noAutovacuumOfRuns(t *testing.T, db *sql.DB) {
+	t.Helper()
+	if _, err := db.Pool.Exec(t.Context(), `
+		DO $$ DECLARE p regclass; BEGIN
+			FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'job_runs'::regclass LOOP
+				EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', p);
+			END LOOP;
+		END $$`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestAnalyzeChangedTablesAfterABurst: the leader's analyze of the
 // changed partitions (sql.AnalyzeChangedTables) gives the planner the
 // burst's real counts, and the claim then takes the first due runs by an
@@ -176,18 +193,7 @@ func TestAnalyzeChangedTablesAfterABurst(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, "ANALYZE job_runs"); err != nil {
 		t.Fatal(err)
 	}
-	// Autovacuum is what the leader's analyze stands in for until it
-	// wakes; should it analyze the burst's partition first, the leader
-	// finds nothing changed and the test waits in vain (it did once, in
-	// a run at load 14). Off in this test's database only.
-	if _, err := db.Pool.Exec(ctx, `
-		DO $$ DECLARE p regclass; BEGIN
-			FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'job_runs'::regclass LOOP
-				EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', p);
-			END LOOP;
-		END $$`); err != nil {
-		t.Fatal(err)
-	}
+	noAutovacuumOfRuns(t, db)
 	if got, err := db.AnalyzeChangedTables(ctx); err != nil || len(got) != 0 {
 		t.Fatalf("before the burst: analyzed %v (%v), want none", got, err)
 	}
@@ -268,14 +274,7 @@ func TestAnalyzeChangedTablesAfterABurst(t *testing.T) {
 func TestAnalyzeChangedTablesAtMostOncePerGap(t *testing.T) {
 	db, ctx := parallelDB(t)
 	job := jobWithPartitions(t, db)
-	if _, err := db.Pool.Exec(ctx, `
-		DO $$ DECLARE p regclass; BEGIN
-			FOR p IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'job_runs'::regclass LOOP
-				EXECUTE format('ALTER TABLE %s SET (autovacuum_enabled = false)', p);
-			END LOOP;
-		END $$`); err != nil {
-		t.Fatal(err)
-	}
+	noAutovacuumOfRuns(t, db)
 	// insert adds n runs to the partition of now() + 1 minute, publishes
 	// the statistics and returns the partition's name.
 	insert := func(n int) string {
