@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -69,5 +70,34 @@ func TestMedianSkipsNA(t *testing.T) {
 	m = medianResult([]*result{mk(1, nan)})
 	if v, _ := m.Get("b"); !math.IsNaN(v) {
 		t.Errorf("median of n/a = %v, want n/a", v)
+	}
+}
+
+// TestMedianNotesEveryRunOfATarget: the median of a goal's figure comes
+// with each run's value, in the order they ran, so the spread of a noisy
+// series is printed beside it; figures without a target are not.
+func TestMedianNotesEveryRunOfATarget(t *testing.T) {
+	t.Parallel()
+	mk := func(ratio, rate float64) *result {
+		r := &result{Scenario: "burst"}
+		r.target("ratio_to_river", ratio, "×", "≥ 1.5")
+		r.metric("runs_per_s", rate, "runs/s")
+		return r
+	}
+	m := medianResult([]*result{mk(1.24, 8295), mk(0.94, 8723), mk(nan, 12368)})
+	if v, _ := m.Get("ratio_to_river"); math.Abs(v-1.09) > 1e-9 {
+		t.Errorf("median ratio = %v, want 1.09 (of the two runs that measured it)", v)
+	}
+	want := "ratio_to_river, run by run: 1.24, 0.94, n/a ×"
+	if !slices.Contains(m.Notes, want) {
+		t.Errorf("notes = %q, want %q among them", m.Notes, want)
+	}
+	for _, n := range m.Notes {
+		if strings.HasPrefix(n, "runs_per_s") {
+			t.Errorf("a figure without a target got a note: %q", n)
+		}
+	}
+	if m = medianResult([]*result{mk(1.24, 8295)}); len(m.Notes) != 0 {
+		t.Errorf("one run: notes %q, want none", m.Notes)
 	}
 }
