@@ -233,7 +233,8 @@ func formatFigure(v float64) string {
 // first run. Tables are per run and left out. Each figure with a target
 // also gets a note with every run's value, in the order they ran: on a
 // noisy machine the spread says as much as the median (a burst's ratio
-// to River of 0.94, 1.15 and 1.24 has the median of 1.13, 1.15, 1.16).
+// to River of 0.94, 1.15 and 1.24 has the median of a steady 1.13, 1.15
+// and 1.16).
 func medianResult(runs []*result) *result {
 	m := &result{Scenario: runs[0].Scenario, Params: slices.Clone(runs[0].Params)}
 	m.param("median_of", len(runs))
