@@ -344,12 +344,23 @@ END $$`
 // the partition. Both are quoted identifiers (pgx.Identifier.Sanitize).
 // The upkeep never waits for a partition while it holds its parent (see
 // createPartition).
+//
+// The block and the reading of its outcome go in one round trip: the
+// parent, once granted, holds up every writer of job_runs until commit.
 func lockPartition(ctx context.Context, tx pgx.Tx, parent, mode, part string) error {
-	if _, err := tx.Exec(ctx, fmt.Sprintf(lockPartitionSQL, parent, mode, part)); err != nil {
-		return err
-	}
+	b := &pgx.Batch{}
+	b.Queue(fmt.Sprintf(lockPartitionSQL, parent, mode, part))
+	b.Queue("SELECT current_setting('chronos.locked')")
+	br := tx.SendBatch(ctx, b)
 	var locked string
-	if err := tx.QueryRow(ctx, "SELECT current_setting('chronos.locked')").Scan(&locked); err != nil {
+	_, err := br.Exec()
+	if err == nil {
+		err = br.QueryRow().Scan(&locked)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	if locked != "on" {
