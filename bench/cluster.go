@@ -42,6 +42,9 @@ func (r *result) clusterParams(f *Config) {
 	r.param("concurrency", f.Concurrency)
 	r.param("procs", f.Procs)
 	r.param("async_commit", f.AsyncCommit)
+	if f.TargetDelay > 0 {
+		r.param("target_delay", f.TargetDelay.String())
+	}
 }
 
 // world is the kind of env a scenario runs in.

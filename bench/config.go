@@ -76,6 +76,11 @@ type Config struct {
 	AsyncCommit bool   // reactors on a synchronous_commit=off pool, as serve's REACTOR_SYNCHRONOUS_COMMIT=off (the default)
 	Peer        string // burst: "" or PeerRiver, the side-by-side peer run on the same server in the same run
 	PeerDir     string // the peer's module (default: bench/peer/river above the working directory or the executable)
+	// TargetDelay is how long the bench's target takes to answer each
+	// request (0: at once). A real webhook's handler takes milliseconds
+	// to seconds, and a delivery still in flight after 20 ms is marked
+	// running: with a delay the scenarios measure that path too.
+	TargetDelay time.Duration
 
 	// Binary is the chronos executable child processes run (`serve`);
 	// the command passes os.Executable. A go test binary cannot serve.
@@ -141,6 +146,9 @@ func (c Config) Validate() error {
 	size("herd-jobs", c.HerdJobs)
 	size("clients", c.Clients)
 	size("create-jobs", c.CreateJobs)
+	if c.TargetDelay < 0 {
+		errs = append(errs, fmt.Errorf("--target-delay %s: must not be negative (0 answers at once)", c.TargetDelay))
+	}
 	if c.CreateDuration < 0 {
 		errs = append(errs, fmt.Errorf("--create-duration %s: must not be negative (0 means no limit)", c.CreateDuration))
 	}

@@ -54,7 +54,7 @@ func (b *runner) newEnv(ctx context.Context) (*env, error) {
 			return nil, fmt.Errorf("current database: %w", err)
 		}
 	}
-	t, err := startTarget()
+	t, err := startTarget(b.cfg.TargetDelay)
 	if err != nil {
 		e.close()
 		return nil, err

@@ -38,9 +38,10 @@ type target struct {
 	waiters map[int64]chan time.Time // run id -> who waits for its arrival
 	early   map[int64]time.Time      // arrivals nobody waited for yet (latency)
 	watch   bool                     // keep early/waiters (latency only)
+	delay   time.Duration            // how long each answer takes (Config.TargetDelay)
 }
 
-func startTarget() (*target, error) {
+func startTarget(delay time.Duration) (*target, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("target: listen: %w", err)
@@ -51,6 +52,7 @@ func startTarget() (*target, error) {
 		waiters: map[int64]chan time.Time{},
 		early:   map[int64]time.Time{},
 		done:    make(chan struct{}),
+		delay:   delay,
 	}
 	t.srv = &nethttp.Server{Handler: t, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -82,6 +84,12 @@ func (t *target) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	}
 	t.mu.Unlock()
 	_, _ = io.Copy(io.Discard, r.Body)
+	if t.delay > 0 {
+		select {
+		case <-time.After(t.delay):
+		case <-r.Context().Done():
+		}
+	}
 	w.WriteHeader(nethttp.StatusNoContent)
 }
 

@@ -22,6 +22,7 @@ type Reactor struct {
 	exec   *executor
 	disp   *dispatcher
 	comp   *completer
+	starts *starter
 	hosts  *hostTracker
 	// origins remembers each target URL's origin (hosts.go keys by it)
 	// so that a delivery does not parse its URL again.
@@ -50,6 +51,7 @@ func New(cfg Config, db *sql.DB, b *bus.Bus, log *slog.Logger) *Reactor {
 	// without waiting while a batch is written.
 	r.comp = newCompleter(db, b, log, cfg.Instance, max(completeMaxBatch, 2*cfg.WorkerConcurrency), r.disp.hint)
 	r.comp.clock = r.now
+	r.starts = newStarter(db, cfg.WorkerConcurrency)
 	r.hosts = newHostTracker(r)
 	reserve := cfg.Hosts.SlotReserve
 	if reserve == 0 {
@@ -90,6 +92,11 @@ func (r *Reactor) Run(ctx context.Context) error {
 		defer close(compDone)
 		r.comp.run()
 	}()
+	startsDone := make(chan struct{})
+	go func() {
+		defer close(startsDone)
+		r.starts.run()
+	}()
 	alertsDone := make(chan struct{})
 	go func() {
 		defer close(alertsDone)
@@ -128,6 +135,8 @@ func (r *Reactor) Run(ctx context.Context) error {
 		<-poolDone
 	}
 	// Every worker has handed off its outcome: write them all.
+	r.starts.close()
+	<-startsDone
 	close(r.comp.in)
 	<-compDone
 	<-alertsDone

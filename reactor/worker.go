@@ -81,9 +81,7 @@ func (r *Reactor) deliver(c sql.Claimed, ahead *aheadStart) {
 	// is cancelled like a lost renewal.
 	started := make(chan error, 1)
 	startTimer := time.AfterFunc(startRecordDelay, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
-		defer cancel()
-		err := r.db.Start(ctx, lease)
+		err := r.starts.start(lease) // in a batch with the other workers' (starter.go)
 		if errors.Is(err, sql.ErrLeaseLost) {
 			onLost()
 		}

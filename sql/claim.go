@@ -357,67 +357,6 @@ func (db *DB) ClaimAhead(ctx context.Context, worker string, n int, lease, ahead
 	return out, nil
 }
 
-// StartAhead marks runs claimed ahead of their instant running, each
-// fenced on its lease, in one statement: the workers of one claim's runs
-// due at one instant call it once, shortly before the instant, and each
-// sends its run only if it is among those returned (a herd's hundred runs
-// claimed ahead were a hundred statements queueing for the pool at the
-// very instant they were due). A run left out is gone or no longer this
-// worker's: a pause or schedule change deletes runs claimed ahead that
-// are still only leased (see UpdateJob), waiting for a StartAhead in
-// flight, so once the API has answered the change no run of the old plan
-// is sent. It creates no run_attempts row: Start and Complete do, as for
-// any other run.
-func (db *DB) StartAhead(ctx context.Context, leases []Lease) (started map[int64]bool, err error) {
-	ids := make([]int64, len(leases))
-	workers := make([]string, len(leases))
-	attempts := make([]int32, len(leases))
-	sched := make([]time.Time, len(leases))
-	for i, l := range leases {
-		ids[i], workers[i], attempts[i], sched[i] = l.RunID, l.Worker, int32(l.Attempt), l.ScheduledAt
-	}
-	rows, err := db.Pool.QueryPlannedOnce(ctx, startAheadSQL, ids, workers, attempts, sched)
-	if err != nil {
-		return nil, mapErr(err, "start runs ahead")
-	}
-	started = make(map[int64]bool, len(leases))
-	var id int64
-	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { started[id] = true; return nil })
-	if err != nil {
-		return nil, mapErr(err, "start runs ahead")
-	}
-	return started, nil
-}
-
-// startAheadSQL is StartAhead's statement: fenceEach for each lease of
-// the arrays $1 (run ids), $2 (workers), $3 (attempts), $4 (scheduled_at).
-const startAheadSQL = `
-	UPDATE job_runs r SET status = 'running', started_at = COALESCE(r.started_at, now())
-	  FROM unnest($1::bigint[], $2::text[], $3::int[], $4::timestamptz[]) AS o(run_id, worker, attempt, scheduled_at)
-	 WHERE ` + fenceEach + `
-	RETURNING r.id`
-
-// Start marks a leased run running and records the attempt's start.
-// ErrLeaseLost when the lease is gone.
-//
-// The attempt's row in run_attempts is born here (started_at = now()).
-// Starting twice is harmless: the second finds the row and keeps it.
-func (db *DB) Start(ctx context.Context, l Lease) error {
-	var n int64
-	err := db.Pool.QueryRowPlannedOnce(ctx, `
-		WITH started AS (
-			UPDATE job_runs SET status = 'running', started_at = COALESCE(started_at, now())
-			 WHERE `+fence+`
-			RETURNING id, attempt_count, leased_by
-		), attempt AS (
-			INSERT INTO run_attempts (run_id, attempt, worker_id, started_at)
-			SELECT id, attempt_count, leased_by, now() FROM started
-			ON CONFLICT (run_id, attempt) DO NOTHING
-		)
-		SELECT count(*) FROM started`, fenceArgs(l)...).Scan(&n)
-	return fenced(l, n, err, "start run", "start run %d attempt %d")
-}
-
 // Renew extends the lease to now()+d. ErrLeaseLost when the lease is gone.
 //
 // A lease past its leased_until that the reaper has not yet taken is still

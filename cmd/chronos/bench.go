@@ -134,6 +134,7 @@ func benchFlags(fs *flagSet, c *bench.Config) {
 	fs.IntVar(&c.Concurrency, "concurrency", 32, "WORKER_CONCURRENCY of each instance")
 	fs.BoolVar(&c.Statements, "statements", false, "throughput, latency: route the instances through a counting proxy and break their statements down")
 	fs.BoolVar(&c.AsyncCommit, "async-commit", true, "the reactors get a pool of their own with synchronous_commit=off, as serve's default REACTOR_SYNCHRONOUS_COMMIT=off (the API's stays synchronous); --async-commit=false puts them on the API's pool")
+	fs.DurationVar(&c.TargetDelay, "target-delay", 0, "how long the bench's target takes to answer each request (0: at once), as a real webhook's handler would")
 	fs.StringVar(&c.LogLevel, "log-level", "error", "log level of the instances (debug, info, warn, error)")
 	fs.IntVar(&c.Runs, "runs", 0, sizeHelp("throughput: runs due at once", full.Runs, quick.Runs))
 	fs.IntVar(&c.Triggers, "triggers", 0, sizeHelp("latency: triggers per phase", full.Triggers, quick.Triggers))
