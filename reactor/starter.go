@@ -5,12 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/chronoshq/chronos/sql"
 )
 
-// startMaxBatch bounds the leases one StartMany writes.
-const startMaxBatch = 500
+// Batching of starts.
+const (
+	startMaxBatch = 500 // leases one StartMany writes at most
+	// startLinger is how long a batch that found company waits for more:
+	// a start is not urgent (its call is already on its way), so a few
+	// milliseconds buy a larger batch under load and cost nothing when
+	// starts come one at a time.
+	startLinger = 5 * time.Millisecond
+)
 
 // errStarterClosed is the answer to a start asked for after the reactor
 // stopped writing them: never, while a worker is running, but a delivery
@@ -79,19 +87,42 @@ func (s *starter) run() {
 	batch := make([]startRequest, 0, startMaxBatch)
 	for x := range s.in {
 		batch = append(batch[:0], x)
-	fill:
-		for len(batch) < startMaxBatch {
-			select {
-			case y, ok := <-s.in:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, y)
-			default:
-				break fill
-			}
-		}
+		s.fill(&batch)
 		s.write(batch)
+	}
+}
+
+// fill adds to batch what is already queued and, when that was anything
+// (load), what arrives within startLinger.
+func (s *starter) fill(batch *[]startRequest) {
+	var linger <-chan time.Time
+	for len(*batch) < startMaxBatch {
+		select {
+		case y, ok := <-s.in:
+			if !ok {
+				return
+			}
+			*batch = append(*batch, y)
+			continue
+		default:
+		}
+		if linger == nil && len(*batch) > 1 {
+			t := time.NewTimer(startLinger)
+			defer t.Stop()
+			linger = t.C
+		}
+		if linger == nil {
+			return
+		}
+		select {
+		case y, ok := <-s.in:
+			if !ok {
+				return
+			}
+			*batch = append(*batch, y)
+		case <-linger:
+			return
+		}
 	}
 }
 
