@@ -36,13 +36,16 @@
 // every LeaseDuration/3 while the request is in flight; if the lease is
 // lost the request is cancelled and nothing is recorded.
 //
-// A claimed run is leased; it is marked running (db.Start) only once its
-// call has been in flight for 20 ms. Quicker calls go from leased straight
-// to their outcome, and the attempt's row, start time included, is
-// written with the outcome in the completer's batch: one commit per run
-// fewer, on a database where each commit waits for a WAL flush. The
-// price is small: a worker that dies within those 20 ms leaves its
-// attempt counted (the reaper reclaims it) but without a row of its own.
+// A claimed run is leased; it is marked running only once its call has
+// been in flight for 20 ms. Quicker calls go from leased straight to their
+// outcome, and the attempt's row, start time included, is written with
+// the outcome in the completer's batch: one commit per run fewer, on a
+// database where each commit waits for a WAL flush. The price is small: a
+// worker that dies within those 20 ms leaves its attempt counted (the
+// reaper reclaims it) but without a row of its own. Against a target
+// slower than that every run is started, so the starts are batched too:
+// one db.StartMany for all the workers whose 20 ms passed while the last
+// one was written, or within 5 ms of the first of them (starter.go).
 //
 // Outcomes are written in batches (one db.Complete, one round trip, for
 // every outcome queued while the previous batch was written, or arriving
