@@ -90,10 +90,11 @@ func CreateStats(db *DB) (batches int64, queued int) {
 	return db.creates.batches, len(db.creates.queue)
 }
 
-// ClaimSQLForTest and CompleteSQLForTest let the external tests EXPLAIN
-// the delivery path's statements.
+// ClaimSQLForTest, StartSQLForTest and CompleteSQLForTest let the
+// external tests EXPLAIN the delivery path's statements.
 var (
 	ClaimSQLForTest    = claimSQL
+	StartSQLForTest    = startSQL
 	CompleteSQLForTest = completeSQL
 	// ClaimSQLBeforeLimitsForTest is the claim on a database before 022.
 	ClaimSQLBeforeLimitsForTest = claimSQLBeforeLimits

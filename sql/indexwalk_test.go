@@ -74,6 +74,8 @@ func TestDeliveryPathWalksIndexesOnStaleStatistics(t *testing.T) {
 			"bigint[], text[], int[], bool[], int[], text[], text[], bigint[], bigint[], bool[], timestamptz[]",
 			"'{1,2,3}', '{w,w,w}', '{1,1,1}', '{t,t,t}', '{NULL,NULL,NULL}', '{NULL,NULL,NULL}', '{NULL,NULL,NULL}', " +
 				"'{0,0,0}', '{NULL,NULL,NULL}', '{f,f,f}', array[now(), now(), now()]"},
+		"start": {sql.StartSQLForTest, "bigint[], text[], int[], timestamptz[]",
+			"'{1,2,3}', '{w,w,w}', '{1,1,1}', array[now(), now(), now()]"},
 	}
 	for name, g := range generic {
 		plan, err := sql.ExplainGeneric(ctx, db, g[0], g[1], g[2])
@@ -84,10 +86,11 @@ func TestDeliveryPathWalksIndexesOnStaleStatistics(t *testing.T) {
 		if bitmapOfDueRuns(text) || len(bigSeqScans(t, db, text)) > 0 {
 			t.Errorf("the %s's generic plan scans a partition of due runs:\n%s", name, text)
 		}
-		// The completion finds the runs it writes (r) by key, one probe a
-		// run, never by reading an index whole; both find jobs so.
+		// The completion and the start find the runs they write (r) by
+		// key, one probe a run, never by reading an index whole; all of
+		// them find jobs so.
 		relations := `on jobs( j\w*)?$`
-		if name == "completion" {
+		if name != "claim" {
 			relations = `on (job_runs\w* r(_\d+)?|jobs j(_\d+)?)$`
 		}
 		if walks := unkeyedScans(plan, relations); len(walks) > 0 {
