@@ -31,10 +31,10 @@
 // Every counted attempt has exactly one record, a row of the view
 // run_attempts_all: a first attempt that succeeded before Start ran is
 // kept on the run itself (its first_attempt_* columns), every other one is
-// a run_attempts row. Start creates the row, Complete finishes it (or
-// creates it when Start was skipped), Reclaim
-// finishes it (or creates it for a run that was leased but never started)
-// with the error "lease expired". Release (graceful shutdown) undoes the
+// a run_attempts row. Start (StartMany, for a batch of workers) creates
+// the row, Complete finishes it (or creates it when Start was skipped),
+// Reclaim finishes it (or creates it for a run that was leased but never
+// started) with the error "lease expired". Release (graceful shutdown) undoes the
 // attempt entirely: attempt_count goes back down and the row is deleted.
 // The run's last_error and last_status_code describe the latest attempt
 // (a success clears last_error). Complete stores error texts of up to
