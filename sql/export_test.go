@@ -93,8 +93,11 @@ func CreateStats(db *DB) (batches int64, queued int) {
 // ClaimSQLForTest, StartSQLForTest and CompleteSQLForTest let the
 // external tests EXPLAIN the delivery path's statements.
 var (
-	ClaimSQLForTest    = claimSQL
-	StartSQLForTest    = startSQL
+	ClaimSQLForTest = claimSQL
+	StartSQLForTest = startSQL
+	// ReclaimSQLForTest is Reclaim's statement ($1 limit, $2 the error),
+	// for a test that runs it in a transaction of its own.
+	ReclaimSQLForTest  = reclaimSQL
 	CompleteSQLForTest = completeSQL
 	// ClaimSQLBeforeLimitsForTest is the claim on a database before 022.
 	ClaimSQLBeforeLimitsForTest = claimSQLBeforeLimits

@@ -22,6 +22,14 @@ type ReclaimResult struct {
 //
 // A reclaimed run is available at once: the expired lease already kept it
 // waiting a lease's length.
+//
+// An end is never put before its start. now() is when the reaper's
+// transaction began, and a worker's start (StartMany) may have begun
+// after it and committed before the reaper reached the run: the run
+// (running, its lease still expired) is reclaimed all the same, and its
+// started_at is later than the reaper's now(). The end is the later of
+// the two (found by the faults model: a leader frozen with a delivery in
+// flight, its reaper and its worker's start both due when it resumed).
 var reclaimSQL = `
 	WITH expired AS (
 		SELECT id, leased_by, attempt_count FROM job_runs
@@ -33,7 +41,7 @@ var reclaimSQL = `
 		UPDATE job_runs r
 		   SET status = CASE WHEN r.attempt_count >= j.max_retries + 1 THEN 'dead' ELSE 'pending' END,
 		       available_at = now(),
-		       finished_at = CASE WHEN r.attempt_count >= j.max_retries + 1 THEN now() END,
+		       finished_at = CASE WHEN r.attempt_count >= j.max_retries + 1 THEN greatest(now(), r.started_at) END,
 		       leased_by = NULL, leased_until = NULL,
 		       last_error = $2, last_status_code = NULL
 		  FROM expired e, jobs j
@@ -45,8 +53,8 @@ var reclaimSQL = `
 		SELECT e.id, e.attempt_count, e.leased_by, now(), now(), $2
 		  FROM expired e JOIN freed t ON t.id = e.id
 		ON CONFLICT (run_id, attempt) DO UPDATE
-		   SET finished_at = now(), error = $2,
-		       duration_ms = round(extract(epoch FROM now() - a.started_at) * 1000)
+		   SET finished_at = greatest(now(), a.started_at), error = $2,
+		       duration_ms = round(extract(epoch FROM greatest(now(), a.started_at) - a.started_at) * 1000)
 		 WHERE a.finished_at IS NULL
 	)
 	SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'dead') FROM freed`
