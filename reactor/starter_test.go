@@ -3,10 +3,13 @@ package reactor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/reactor/reactortest"
 	"github.com/chronoshq/chronos/sql"
 )
 
@@ -114,5 +117,59 @@ func TestStarterHandsTheWritesErrorToEach(t *testing.T) {
 	}()
 	if err := s.start(sql.Lease{RunID: 1}); !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the write's", err)
+	}
+}
+
+// Deliveries slower than startRecordDelay are started through the
+// starter, on the real database, several at once: each run shows running
+// while its call is held, and ends with one attempt row whose start comes
+// before its end.
+func TestSlowDeliveriesAreStartedAndRecorded(t *testing.T) {
+	dsn := parallelDSN(t)
+	tg, release := newHangingTarget(t)
+	in := startReactor(t, dsn, Config{WorkerConcurrency: 8})
+	const n = 8
+	ids := make([]int64, n)
+	for i := range ids {
+		job := createJob(t, in.db, &chronos.Job{Name: fmt.Sprintf("slow-%d", i), TargetURL: tg.URL})
+		ids[i] = in.trigger(t, job.ID).ID
+	}
+	eventually(t, 20*time.Second, "every call in flight and every run marked running", func() bool {
+		if tg.inFlight.Load() != n {
+			return false
+		}
+		for _, id := range ids {
+			if runOf(t, in.db, id).Status != chronos.StatusRunning {
+				return false
+			}
+		}
+		return true
+	})
+	release()
+	for _, id := range ids {
+		reactortest.WaitStatus(t, in.db, id, chronos.StatusSucceeded, 20*time.Second)
+	}
+	rows, err := in.db.Pool.Query(t.Context(),
+		"SELECT run_id, started_at, finished_at FROM run_attempts WHERE run_id = ANY($1)", ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for rows.Next() {
+		var id int64
+		var start, end time.Time
+		if err := rows.Scan(&id, &start, &end); err != nil {
+			t.Fatal(err)
+		}
+		seen++
+		if end.Before(start) {
+			t.Errorf("run %d: its attempt ended at %s, before its start at %s", id, end, start)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seen != n {
+		t.Fatalf("%d attempt rows for %d runs, want one each", seen, n)
 	}
 }
