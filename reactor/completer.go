@@ -89,52 +89,12 @@ func (c *completer) writer() {
 			return
 		}
 		batch = append(batch[:0], x)
-		open := c.fill(&batch)
+		open := fillBatch(c.in, &batch, completeMaxBatch, completeLinger)
 		c.write(batch)
 		if !open {
 			return
 		}
 	}
-}
-
-// fill adds what is already queued and, when more than one outcome was
-// waiting (load), lingers briefly for more. It reports whether in is still
-// open.
-func (c *completer) fill(batch *[]completion) bool {
-	drain := func() bool {
-		for len(*batch) < completeMaxBatch {
-			select {
-			case x, ok := <-c.in:
-				if !ok {
-					return false
-				}
-				*batch = append(*batch, x)
-			default:
-				return true
-			}
-		}
-		return true
-	}
-	if !drain() {
-		return false
-	}
-	if len(*batch) == 1 || len(*batch) >= completeMaxBatch {
-		return true
-	}
-	t := time.NewTimer(completeLinger)
-	defer t.Stop()
-	for len(*batch) < completeMaxBatch {
-		select {
-		case x, ok := <-c.in:
-			if !ok {
-				return false
-			}
-			*batch = append(*batch, x)
-		case <-t.C:
-			return true
-		}
-	}
-	return true
 }
 
 // write records one batch, retrying a failing database for a while, and

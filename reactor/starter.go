@@ -87,42 +87,8 @@ func (s *starter) run() {
 	batch := make([]startRequest, 0, startMaxBatch)
 	for x := range s.in {
 		batch = append(batch[:0], x)
-		s.fill(&batch)
+		fillBatch(s.in, &batch, startMaxBatch, startLinger)
 		s.write(batch)
-	}
-}
-
-// fill adds to batch what is already queued and, when that was anything
-// (load), what arrives within startLinger.
-func (s *starter) fill(batch *[]startRequest) {
-	var linger <-chan time.Time
-	for len(*batch) < startMaxBatch {
-		select {
-		case y, ok := <-s.in:
-			if !ok {
-				return
-			}
-			*batch = append(*batch, y)
-			continue
-		default:
-		}
-		if linger == nil && len(*batch) > 1 {
-			t := time.NewTimer(startLinger)
-			defer t.Stop()
-			linger = t.C
-		}
-		if linger == nil {
-			return
-		}
-		select {
-		case y, ok := <-s.in:
-			if !ok {
-				return
-			}
-			*batch = append(*batch, y)
-		case <-linger:
-			return
-		}
 	}
 }
 
