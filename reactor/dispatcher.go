@@ -31,8 +31,9 @@ type dispatcher struct {
 	pool  *pool.Pool
 	slots chan struct{} // a token per free worker slot
 	batch int           // free slots worth a claim of their own under a backlog
-	freed chan struct{} // coalescing: a worker gave a slot back
+	freed chan struct{} // coalescing: a worker gave a slot back, or the queue ran low
 	hints chan time.Time
+	queue *prefetch // claimed runs waiting for a worker (prefetch.go)
 }
 
 func newDispatcher(r *Reactor) *dispatcher {
@@ -43,6 +44,7 @@ func newDispatcher(r *Reactor) *dispatcher {
 		freed: make(chan struct{}, 1),
 		hints: make(chan time.Time, hintBuffer),
 		batch: max(1, r.cfg.WorkerConcurrency/4),
+		queue: newPrefetch(r.cfg.WorkerConcurrency, r.cfg.LeaseDuration),
 	}
 	for range r.cfg.WorkerConcurrency {
 		d.slots <- struct{}{}
@@ -67,6 +69,9 @@ func (d *dispatcher) free() int { return len(d.slots) }
 // the pool (d.wait), so shutdown can bound that wait.
 func (d *dispatcher) run(ctx context.Context) {
 	r := d.r
+	// Queued runs were never sent: they go back to pending when claiming
+	// stops, before the deliveries in flight get their grace.
+	defer d.stopQueue()
 	// Events that carry an available_at go through a subscription, which
 	// tells the dispatcher when; the others only need a coalescing wake.
 	// The split does not depend on the clock, so no event falls between.
@@ -178,9 +183,13 @@ func (d *dispatcher) run(ctx context.Context) {
 			skewDelay = skewRetryFirst
 			arm(t)
 		case <-d.freed:
+			d.startQueued()
 			switch {
 			case !mayHave:
-			case d.free() >= d.batch:
+			case d.queue.len() > d.queue.lowWater:
+				// Enough is queued: the pop that reaches the low water
+				// mark wakes this loop again.
+			case d.free()+d.queue.room(time.Now()) >= d.batch:
 				claimNow = true
 			case !batchArmed:
 				batchArmed = true
@@ -199,14 +208,15 @@ func (d *dispatcher) run(ctx context.Context) {
 	}
 }
 
-// claim claims into every free slot, in one statement per round, and keeps
-// claiming while claims come back full and slots are free. It returns how
-// many runs it claimed and whether more may be waiting (the last claim was
-// full, or there was no free slot to claim with).
+// claim claims into every free slot, and into the prefetch queue as much
+// as the workers' pace allows (see prefetch), in one statement per round,
+// and keeps claiming while claims come back full and there is room. It
+// returns how many runs it claimed and whether more may be waiting (the
+// last claim was full, or there was no room to claim into).
 func (d *dispatcher) claim(ctx context.Context) (claimed int, full bool, err error) {
 	r := d.r
 	for {
-		n := d.free()
+		n := d.free() + d.queue.room(time.Now())
 		if n == 0 {
 			return claimed, true, nil
 		}
@@ -219,14 +229,10 @@ func (d *dispatcher) claim(ctx context.Context) (claimed int, full bool, err err
 			r.log.Error("claim runs failed", "err", err)
 			return claimed, false, err
 		}
-		ahead := groupAhead(runs)
-		for _, c := range runs {
-			<-d.slots
-			d.pool.Go(func() {
-				defer d.release()
-				r.deliver(c, ahead[c.Run.ID])
-			})
-		}
+		// Into the queue, behind what waits already, and from there to
+		// every free worker: runs start in claim order.
+		d.queue.push(time.Now(), runs, groupAhead(runs))
+		d.startQueued()
 		claimed += len(runs)
 		if len(runs) > 0 {
 			r.log.Debug("claimed runs", "count", len(runs))
@@ -238,9 +244,62 @@ func (d *dispatcher) claim(ctx context.Context) (claimed int, full bool, err err
 	}
 }
 
+// startQueued hands queued runs to free workers until either runs out.
+func (d *dispatcher) startQueued() {
+	for {
+		select {
+		case <-d.slots:
+		default:
+			return
+		}
+		q, ok, expired, _ := d.queue.pop(time.Now())
+		d.handBack(expired)
+		if !ok {
+			d.slots <- struct{}{} // not taken after all
+			return
+		}
+		d.pool.Go(func() { d.work(q) })
+	}
+}
+
+// work delivers q, then queued runs while there are any, and gives its
+// slot back.
+func (d *dispatcher) work(q queuedRun) {
+	defer d.release()
+	for {
+		d.r.deliver(q.c, q.ahead)
+		d.queue.finished.Add(1)
+		next, ok, expired, low := d.queue.pop(time.Now())
+		d.handBack(expired)
+		if low {
+			d.wake()
+		}
+		if !ok {
+			return
+		}
+		q = next
+	}
+}
+
+// handBack releases queued runs that will not be sent (they waited too
+// long, or claiming stopped): back to pending, their attempt uncounted.
+func (d *dispatcher) handBack(runs []queuedRun) {
+	for _, q := range runs {
+		d.r.release(q.c.Lease(), q.c.Run.JobID)
+	}
+}
+
+// stopQueue stops workers taking queued runs and hands those runs back.
+func (d *dispatcher) stopQueue() { d.handBack(d.queue.stop()) }
+
 // release gives a worker slot back and tells the dispatcher.
 func (d *dispatcher) release() {
 	d.slots <- struct{}{}
+	d.wake()
+}
+
+// wake tells the dispatcher a slot was freed or the queue ran low.
+func (d *dispatcher) wake() {
 	select {
 	case d.freed <- struct{}{}:
 	default:
