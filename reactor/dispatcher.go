@@ -2,6 +2,7 @@ package reactor
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/chronoshq/chronos"
@@ -34,6 +35,8 @@ type dispatcher struct {
 	freed chan struct{} // coalescing: a worker gave a slot back, or the queue ran low
 	hints chan time.Time
 	queue *prefetch // claimed runs waiting for a worker (prefetch.go)
+	// handing are the releases of the runs queued when claiming stopped.
+	handing sync.WaitGroup
 }
 
 func newDispatcher(r *Reactor) *dispatcher {
@@ -289,8 +292,15 @@ func (d *dispatcher) handBack(runs []queuedRun) {
 	}
 }
 
-// stopQueue stops workers taking queued runs and hands those runs back.
-func (d *dispatcher) stopQueue() { d.handBack(d.queue.stop()) }
+// stopQueue stops workers taking queued runs and hands those runs back,
+// all at once and beside the grace of the deliveries in flight (wait
+// waits for them too): each release is bounded by dbWriteTimeout, and a
+// database that answers slowly must not make them add up.
+func (d *dispatcher) stopQueue() {
+	for _, q := range d.queue.stop() {
+		d.handing.Go(func() { d.handBack([]queuedRun{q}) })
+	}
+}
 
 // release gives a worker slot back and tells the dispatcher.
 func (d *dispatcher) release() {
@@ -316,8 +326,12 @@ func (d *dispatcher) nextAvailable(ctx context.Context) (*time.Time, error) {
 	return t, err
 }
 
-// wait waits for every delivery handed to the pool.
-func (d *dispatcher) wait() { d.pool.Wait() }
+// wait waits for every delivery handed to the pool, and for the queued
+// runs handed back at the stop.
+func (d *dispatcher) wait() {
+	d.pool.Wait()
+	d.handing.Wait()
+}
 
 // disarmedTimer is a timer that is not running: a loop arms it with Reset
 // once it knows when to wake, and selects on its channel meanwhile.
