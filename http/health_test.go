@@ -154,6 +154,27 @@ func wantMetrics(t testing.TB, body string, want ...string) {
 	}
 }
 
+// wantScraped scrapes /metrics until it has every one of want, and fails
+// with the last body if 20 s go by first. The gauges read from the
+// database at scrape time are left out of a scrape whose read took more
+// than a second (an unreachable database must not hang /metrics), and on
+// a loaded machine a fresh database's first read can.
+func (e *env) wantScraped(want ...string) {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		body := e.scrape()
+		if metricLacking(body, want) == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			wantMetrics(e.t, body, want...)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (e *env) scrape() string {
 	e.t.Helper()
 	w := e.doKey("GET", "/metrics", nil, "")

@@ -15,7 +15,7 @@ import (
 // count. No origin label.
 func TestHostMetrics(t *testing.T) {
 	e := parallelEnv(t)
-	wantMetrics(t, e.scrape(), "chronos_host_breakers_open 0\n", "chronos_hosts_deferred 0\n")
+	e.wantScraped("chronos_host_breakers_open 0\n", "chronos_hosts_deferred 0\n")
 
 	ctx := t.Context()
 	const (
@@ -44,10 +44,10 @@ func TestHostMetrics(t *testing.T) {
 			t.Fatalf("host %s: %+v %v, want %s", origin, h, err, want)
 		}
 	}
-	wantMetrics(t, e.scrape(), "chronos_host_breakers_open 2\n", "chronos_hosts_deferred 1\n")
+	e.wantScraped("chronos_host_breakers_open 2\n", "chronos_hosts_deferred 1\n")
 
 	report(sql.HostReport{Origin: open, Answered: true}, sql.Breaker{Failures: 3, Cooldown: time.Hour})
-	wantMetrics(t, e.scrape(), "chronos_host_breakers_open 1\n", "chronos_hosts_deferred 1\n")
+	e.wantScraped("chronos_host_breakers_open 1\n", "chronos_hosts_deferred 1\n")
 }
 
 // deferHost has origin defer its runs for d, as a 429 with Retry-After

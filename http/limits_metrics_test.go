@@ -26,7 +26,7 @@ func TestLimitMetrics(t *testing.T) {
 	if _, err := e.db.Claim(ctx, "w", 5, 60e9); err != nil {
 		t.Fatal(err)
 	}
-	wantMetrics(t, e.scrape(),
+	e.wantScraped(
 		`chronos_limit_in_flight{key="api"} 2`,
 		`chronos_limit_waiting{key="api"} 3`,
 		`chronos_limit_tokens{key="api"} 8`,

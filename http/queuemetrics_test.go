@@ -39,7 +39,7 @@ func TestQueueMetrics(t *testing.T) {
 	if _, err := e.db.RefreshQueueStats(ctx, "leader-x"); err != nil {
 		t.Fatal(err)
 	}
-	wantMetrics(t, e.scrape(),
+	e.wantScraped(
 		`chronos_queue_runs{status="pending"} 3`,
 		`chronos_queue_runs{status="leased"} 0`,
 		`chronos_queue_runs{status="running"} 0`,
