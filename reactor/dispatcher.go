@@ -35,7 +35,7 @@ type dispatcher struct {
 	freed chan struct{} // coalescing: a worker gave a slot back, or the queue ran low
 	hints chan time.Time
 	queue *prefetch // claimed runs waiting for a worker (prefetch.go)
-	// handing are the releases of the runs queued when claiming stopped.
+	// handing are the releases of queued runs handed back (handBack).
 	handing sync.WaitGroup
 }
 
@@ -73,7 +73,7 @@ func (d *dispatcher) free() int { return len(d.slots) }
 func (d *dispatcher) run(ctx context.Context) {
 	r := d.r
 	// Queued runs were never sent: they go back to pending when claiming
-	// stops, before the deliveries in flight get their grace.
+	// stops, while the deliveries in flight have their grace.
 	defer d.stopQueue()
 	// Events that carry an available_at go through a subscription, which
 	// tells the dispatcher when; the others only need a coalescing wake.
@@ -286,21 +286,18 @@ func (d *dispatcher) work(q queuedRun) {
 
 // handBack releases queued runs that will not be sent (they waited too
 // long, or claiming stopped): back to pending, their attempt uncounted.
+// The releases run beside the caller (wait waits for them): each is
+// bounded by dbWriteTimeout, and a database that answers slowly must
+// neither hold up a worker or the dispatcher nor make them add up at a
+// stop, where they overlap the grace of the deliveries in flight.
 func (d *dispatcher) handBack(runs []queuedRun) {
 	for _, q := range runs {
-		d.r.release(q.c.Lease(), q.c.Run.JobID)
+		d.handing.Go(func() { d.r.release(q.c.Lease(), q.c.Run.JobID) })
 	}
 }
 
-// stopQueue stops workers taking queued runs and hands those runs back,
-// all at once and beside the grace of the deliveries in flight (wait
-// waits for them too): each release is bounded by dbWriteTimeout, and a
-// database that answers slowly must not make them add up.
-func (d *dispatcher) stopQueue() {
-	for _, q := range d.queue.stop() {
-		d.handing.Go(func() { d.handBack([]queuedRun{q}) })
-	}
-}
+// stopQueue stops workers taking queued runs and hands those runs back.
+func (d *dispatcher) stopQueue() { d.handBack(d.queue.stop()) }
 
 // release gives a worker slot back and tells the dispatcher.
 func (d *dispatcher) release() {
@@ -326,8 +323,8 @@ func (d *dispatcher) nextAvailable(ctx context.Context) (*time.Time, error) {
 	return t, err
 }
 
-// wait waits for every delivery handed to the pool, and for the queued
-// runs handed back at the stop.
+// wait waits for every delivery handed to the pool, and for the releases
+// of the queued runs handed back.
 func (d *dispatcher) wait() {
 	d.pool.Wait()
 	d.handing.Wait()

@@ -48,7 +48,7 @@ type queuedRun struct {
 type prefetch struct {
 	most     int           // runs queued at most: WorkerConcurrency
 	maxWait  time.Duration // see prefetchMaxWait
-	lowWater int           // a pop that leaves this many calls for a refill
+	lowWater int           // a pop that leaves this many runs asks for a refill
 
 	finished atomic.Int64 // deliveries finished, ever
 
