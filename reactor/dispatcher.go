@@ -189,7 +189,7 @@ func (d *dispatcher) run(ctx context.Context) {
 			d.startQueued()
 			switch {
 			case !mayHave:
-			case d.queue.len() > d.queue.lowWater:
+			case !d.queue.low(d.queue.len()):
 				// Enough is queued: the pop that reaches the low water
 				// mark wakes this loop again.
 			case d.free()+d.queue.room(time.Now()) >= d.batch:
@@ -243,6 +243,12 @@ func (d *dispatcher) claim(ctx context.Context) (claimed int, full bool, err err
 		}
 		if len(runs) < n || ctx.Err() != nil {
 			return claimed, len(runs) == n, nil
+		}
+		if d.free() == 0 && !d.queue.low(d.queue.len()) {
+			// More may wait, and enough is queued: a claim now would
+			// be a small one, a commit for a handful of runs. The pop
+			// that reaches the low water mark asks for the next.
+			return claimed, true, nil
 		}
 	}
 }

@@ -25,16 +25,18 @@
 // claiming while claims come back full.
 //
 // Under a backlog of quick deliveries a claim also fills a prefetch queue
-// (prefetch.go): as many runs more as the workers finish in 10 ms at their
-// recent pace, at most one a worker. A worker that finishes takes the next
-// queued run at once, and the dispatcher refills the queue when a quarter
-// of the workers' worth is left, so claims are about twice as large and no
-// worker waits for one. A claim's fixed cost in Postgres (its plan started
-// and ended, its triggers, its commit) is as much as thirty runs' own
-// work, so halving the claims is worth a tenth of a burst's rate. Queued
-// runs are leased but not in flight (InFlight does not count them): one
-// that waited a second, or a quarter of the lease, goes back to pending
-// unsent and uncounted, and so does every queued run when claiming stops.
+// (prefetch.go): as many runs more as the workers finish in 50 ms at their
+// recent pace, at most five a worker. A worker that finishes takes the
+// next queued run at once, and the dispatcher refills the queue when half
+// of that is left, so no worker waits for a claim (one takes 5 to 15 ms
+// under a burst) and claims are large: a claim's fixed cost in Postgres
+// (its plan started and ended, its triggers, its commit, and the walk
+// past the index entries the claims before it left dead) is paid a few
+// times a burst's second rather than hundreds. While enough is queued the
+// dispatcher makes no claim at all. Queued runs are leased but not in
+// flight (InFlight does not count them): one that waited a second, or a
+// quarter of the lease, goes back to pending unsent and uncounted, and so
+// does every queued run when claiming stops.
 //
 // # Delivery
 //

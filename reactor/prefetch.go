@@ -24,13 +24,25 @@ import (
 // kept to what this instance's workers will start within prefetchHorizon
 // at the rate they have been finishing deliveries: a few runs when targets
 // are slow, none when the instance is idle, so an instance never sits on
-// runs another could deliver now. A run that still waited
-// prefetchMaxWait (a lease would have been renewed by then) is handed back
-// unsent, uncounted (Release), and so is every queued run at shutdown.
+// runs another could deliver now. It is refilled when half of that is
+// left: a claim under a burst takes 5 to 15 ms on a loaded machine, in
+// which the workers start a few hundred runs, so a queue refilled later
+// (it held at most one run a worker, refilled at a quarter of that, in
+// session 23) ran dry before each claim came back, and the workers waited
+// for it. A run that still waited prefetchMaxWait (a lease would have been
+// renewed by then) is handed back unsent, uncounted (Release), and so is
+// every queued run at shutdown.
 
 // prefetchHorizon is how long a queued run is meant to wait, at the
 // current rate of finished deliveries.
-const prefetchHorizon = 10 * time.Millisecond
+const prefetchHorizon = 50 * time.Millisecond
+
+// prefetchRateEvery is the shortest window the pace is measured over.
+const prefetchRateEvery = 5 * time.Millisecond
+
+// prefetchPerWorker bounds the queue whatever the rate: this many runs a
+// worker.
+const prefetchPerWorker = 5
 
 // prefetchMaxWait bounds a queued run's wait (also to a quarter of the
 // lease): past it the run goes back to pending unsent.
@@ -46,9 +58,11 @@ type queuedRun struct {
 // prefetch is the dispatcher's queue of claimed runs and the rate at which
 // its workers finish deliveries. Safe for concurrent use.
 type prefetch struct {
-	most     int           // runs queued at most: WorkerConcurrency
-	maxWait  time.Duration // see prefetchMaxWait
-	lowWater int           // a pop that leaves this many runs asks for a refill
+	most    int           // runs queued at most: prefetchPerWorker a worker
+	maxWait time.Duration // see prefetchMaxWait
+	// lowWater is how many queued runs are few enough to ask for a
+	// refill: half of what room aims at. room sets it, pop reads it.
+	lowWater atomic.Int64
 
 	finished atomic.Int64 // deliveries finished, ever
 
@@ -65,18 +79,18 @@ type prefetch struct {
 
 func newPrefetch(workers int, lease time.Duration) *prefetch {
 	return &prefetch{
-		most:     workers,
-		maxWait:  min(prefetchMaxWait, lease/4),
-		lowWater: max(1, workers/4),
+		most:    prefetchPerWorker * workers,
+		maxWait: min(prefetchMaxWait, lease/4),
 	}
 }
 
 // room is how many more runs the queue may take now: what the workers
 // finish in prefetchHorizon at their recent rate, less what waits already.
-// Only the dispatcher calls it.
+// It sets the low water mark to half of that aim. Only the dispatcher
+// calls it.
 func (p *prefetch) room(now time.Time) int {
 	n := p.finished.Load()
-	if dt := now.Sub(p.rateAt); dt >= prefetchHorizon/2 {
+	if dt := now.Sub(p.rateAt); dt >= prefetchRateEvery {
 		r := float64(n-p.rateFinished) / dt.Seconds()
 		if p.rateAt.IsZero() || dt > time.Second {
 			p.rate = r // nothing recent to smooth with
@@ -86,6 +100,7 @@ func (p *prefetch) room(now time.Time) int {
 		p.rateAt, p.rateFinished = now, n
 	}
 	want := min(p.most, int(p.rate*prefetchHorizon.Seconds()))
+	p.lowWater.Store(int64(want / 2))
 	return max(0, want-p.len())
 }
 
@@ -95,6 +110,9 @@ func (p *prefetch) len() int {
 	defer p.mu.Unlock()
 	return len(p.runs)
 }
+
+// low says n queued runs are few enough to refill the queue.
+func (p *prefetch) low(n int) bool { return int64(n) <= p.lowWater.Load() }
 
 // push queues runs claimed at at.
 func (p *prefetch) push(at time.Time, runs []sql.Claimed, ahead map[int64]*aheadStart) {
@@ -106,8 +124,8 @@ func (p *prefetch) push(at time.Time, runs []sql.Claimed, ahead map[int64]*ahead
 }
 
 // pop takes the oldest queued run, with the runs that waited too long to
-// be sent (expired, to hand back) and whether the queue is now at its low
-// water mark (the dispatcher should think of a refill). ok is false when
+// be sent (expired, to hand back) and whether the queue is now at or below
+// its low water mark (the dispatcher should think of a refill). ok is false when
 // nothing fresh waits, or the dispatcher is stopping.
 func (p *prefetch) pop(now time.Time) (q queuedRun, ok bool, expired []queuedRun, low bool) {
 	p.mu.Lock()
@@ -122,7 +140,7 @@ func (p *prefetch) pop(now time.Time) (q queuedRun, ok bool, expired []queuedRun
 			expired = append(expired, q)
 			continue
 		}
-		return q, true, expired, len(p.runs) == p.lowWater
+		return q, true, expired, p.low(len(p.runs))
 	}
 	return q, false, expired, false
 }

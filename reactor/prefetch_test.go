@@ -22,8 +22,9 @@ func queuedRuns(first int64, n int) []sql.Claimed {
 }
 
 // The queue takes what the workers finish in prefetchHorizon at their
-// recent pace: nothing while they finish nothing, never more than one
-// run a worker, and less what already waits.
+// recent pace: nothing while they finish nothing, never more than
+// prefetchPerWorker runs a worker, and less what already waits; it asks
+// for a refill when half of that aim is left.
 func TestPrefetchRoomFollowsThePace(t *testing.T) {
 	t.Parallel()
 	p := newPrefetch(100, 30*time.Second)
@@ -31,33 +32,36 @@ func TestPrefetchRoomFollowsThePace(t *testing.T) {
 	if n := p.room(t0); n != 0 {
 		t.Fatalf("nothing finished yet: room %d, want 0", n)
 	}
-	// 900 deliveries every 100 ms: 9,000 a second, 90 in the horizon.
+	// 900 deliveries every 100 ms: 9,000 a second, 450 in the horizon.
 	// The pace is smoothed, so it gets there over a few windows.
 	var n int
 	at := t0
-	for range 8 {
+	for range 10 {
 		p.finished.Add(900)
 		at = at.Add(100 * time.Millisecond)
 		n = p.room(at)
 	}
-	if n < 88 || n > 90 {
-		t.Fatalf("at 9,000 deliveries a second: room %d, want 90", n)
+	if n < 445 || n > 450 {
+		t.Fatalf("at 9,000 deliveries a second: room %d, want 450", n)
+	}
+	if !p.low(n/2) || p.low(n/2+2) {
+		t.Fatalf("aiming at %d runs: low water %d, want half", n, p.lowWater.Load())
 	}
 	p.push(t0, queuedRuns(1, 40), nil)
 	if m := p.room(at.Add(time.Millisecond)); m != n-40 {
 		t.Fatalf("40 queued: room %d, want %d", m, n-40)
 	}
-	// A hundred times the pace: capped at one run a worker.
+	// A hundred times the pace: capped at prefetchPerWorker a worker.
 	p.finished.Add(90000)
-	if m := p.room(at.Add(100 * time.Millisecond)); m != 60 {
-		t.Fatalf("at 900,000 a second with 40 queued: room %d, want 100-40", m)
+	if m := p.room(at.Add(100 * time.Millisecond)); m != 500-40 {
+		t.Fatalf("at 900,000 a second with 40 queued: room %d, want 500-40", m)
 	}
-	// Slow targets: 100 deliveries a second, one run in the horizon.
+	// Slow targets: 100 deliveries a second, five runs in the horizon.
 	slow := newPrefetch(100, 30*time.Second)
 	slow.room(t0)
 	slow.finished.Add(200)
-	if n := slow.room(t0.Add(2 * time.Second)); n != 1 {
-		t.Fatalf("at 100 a second: room %d, want 1", n)
+	if n := slow.room(t0.Add(2 * time.Second)); n != 5 {
+		t.Fatalf("at 100 a second: room %d, want 5", n)
 	}
 	// Idle for a while: nothing.
 	if n := slow.room(t0.Add(10 * time.Second)); n != 0 {
@@ -70,7 +74,8 @@ func TestPrefetchRoomFollowsThePace(t *testing.T) {
 // that leaves the low water mark says so.
 func TestPrefetchPopsInOrderAndHandsBackTheStale(t *testing.T) {
 	t.Parallel()
-	p := newPrefetch(8, 30*time.Second) // low water: 2
+	p := newPrefetch(8, 30*time.Second)
+	p.lowWater.Store(2) // as room sets it when it aims at 4 runs
 	t0 := time.Now()
 	p.push(t0, queuedRuns(1, 2), nil)
 	p.push(t0.Add(p.maxWait), queuedRuns(3, 4), nil)
