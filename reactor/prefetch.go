@@ -92,8 +92,10 @@ func (p *prefetch) room(now time.Time) int {
 	n := p.finished.Load()
 	if dt := now.Sub(p.rateAt); dt >= prefetchRateEvery {
 		r := float64(n-p.rateFinished) / dt.Seconds()
-		if p.rateAt.IsZero() || dt > time.Second {
-			p.rate = r // nothing recent to smooth with
+		if p.rateAt.IsZero() || dt > time.Second || p.rate == 0 {
+			// Nothing recent to smooth with: an idle instance's zero
+			// would halve a burst's first reading.
+			p.rate = r
 		} else {
 			p.rate = (p.rate + r) / 2
 		}
