@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/chronoshq/chronos"
+	"github.com/chronoshq/chronos/sql"
 	"github.com/sourcegraph/conc/pool"
 )
 
@@ -291,15 +292,20 @@ func (d *dispatcher) work(q queuedRun) {
 }
 
 // handBack releases queued runs that will not be sent (they waited too
-// long, or claiming stopped): back to pending, their attempt uncounted.
-// The releases run beside the caller (wait waits for them): each is
-// bounded by dbWriteTimeout, and a database that answers slowly must
-// neither hold up a worker or the dispatcher nor make them add up at a
-// stop, where they overlap the grace of the deliveries in flight.
+// long, or claiming stopped): back to pending, their attempt uncounted,
+// in one statement. The release runs beside the caller (wait waits for
+// it): it is bounded by dbWriteTimeout, and a database that answers
+// slowly must neither hold up a worker or the dispatcher nor delay a
+// stop, where it overlaps the grace of the deliveries in flight.
 func (d *dispatcher) handBack(runs []queuedRun) {
-	for _, q := range runs {
-		d.handing.Go(func() { d.r.release(q.c.Lease(), q.c.Run.JobID) })
+	if len(runs) == 0 {
+		return
 	}
+	cs := make([]sql.Claimed, len(runs))
+	for i, q := range runs {
+		cs[i] = q.c
+	}
+	d.handing.Go(func() { d.r.releaseQueued(cs) })
 }
 
 // stopQueue stops workers taking queued runs and hands those runs back.

@@ -225,3 +225,28 @@ func (r *Reactor) release(l sql.Lease, jobID int64) {
 		r.log.Info("run released", "run_id", l.RunID, "attempt", l.Attempt)
 	}
 }
+
+// releaseQueued is release for claimed runs that were never sent (the
+// prefetch queue's, see handBack), all in one statement.
+func (r *Reactor) releaseQueued(cs []sql.Claimed) {
+	ctx, cancel := context.WithTimeout(context.Background(), dbWriteTimeout)
+	defer cancel()
+	leases := make([]sql.Lease, len(cs))
+	for i, c := range cs {
+		leases[i] = c.Lease()
+	}
+	errs, err := r.db.ReleaseMany(ctx, leases)
+	if err != nil {
+		r.log.Error("release runs failed; the reaper will take them back", "runs", len(cs), "err", err)
+		return
+	}
+	released := 0
+	for i, err := range errs {
+		if err != nil {
+			leaseLost(r.log, r.bus, r.cfg.Instance, leases[i], cs[i].Run.JobID, "release", err)
+			continue
+		}
+		released++
+	}
+	r.log.Info("queued runs released", "count", released)
+}
