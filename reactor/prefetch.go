@@ -30,8 +30,8 @@ import (
 // (it held at most one run a worker, refilled at a quarter of that, in
 // session 23) ran dry before each claim came back, and the workers waited
 // for it. A run that still waited prefetchMaxWait (a lease would have been
-// renewed by then) is handed back unsent, uncounted (Release), and so is
-// every queued run at shutdown.
+// renewed by then) is handed back unsent, uncounted (handBack, one
+// ReleaseMany for the lot), and so is every queued run at shutdown.
 
 // prefetchHorizon is how long a queued run is meant to wait, at the
 // current rate of finished deliveries.
@@ -126,9 +126,9 @@ func (p *prefetch) push(at time.Time, runs []sql.Claimed, ahead map[int64]*ahead
 }
 
 // pop takes the oldest queued run, with the runs that waited too long to
-// be sent (expired, to hand back) and whether the queue is now at or below
-// its low water mark (the dispatcher should think of a refill). ok is false when
-// nothing fresh waits, or the dispatcher is stopping.
+// be sent (expired, to hand back) and whether the queue is now at or
+// below its low water mark (the dispatcher should think of a refill). ok
+// is false when nothing fresh waits, or the dispatcher is stopping.
 func (p *prefetch) pop(now time.Time) (q queuedRun, ok bool, expired []queuedRun, low bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
