@@ -9,12 +9,18 @@ import (
 	"github.com/chronoshq/chronos/sql/sqltest"
 )
 
-// BenchmarkLimitedClaimComplete: claim 32 runs and complete them, over runs
-// spread across 100 jobs, on two databases in turn (so a loaded machine
+// BenchmarkLimitedClaimComplete: claim a batch of runs (32, and 160 as a
+// burst's claims are) and complete them, over runs spread across 100 jobs, on two databases in turn (so a loaded machine
 // slows both alike): one whose jobs name no limit, one whose jobs each
 // name their own key limited to 10. What a limit costs the delivery
 // path's statements, as a ratio.
 func BenchmarkLimitedClaimComplete(b *testing.B) {
+	for _, size := range []int{32, 160} {
+		b.Run(fmt.Sprintf("claim=%d", size), func(b *testing.B) { benchLimitedClaimComplete(b, size) })
+	}
+}
+
+func benchLimitedClaimComplete(b *testing.B, size int) {
 	ctx := b.Context()
 	setup := func(limited bool) *sql.DB {
 		db := sqltest.New(b)
@@ -31,7 +37,7 @@ func BenchmarkLimitedClaimComplete(b *testing.B) {
 		if _, err := db.Pool.Exec(ctx, `
 			INSERT INTO job_runs (job_id, scheduled_at, trigger, available_at)
 			SELECT ($1::bigint[])[1 + g % 100], now(), 'manual', now() - interval '1 second'
-			  FROM generate_series(0, $2 - 1) g`, jobs, 32*b.N); err != nil {
+			  FROM generate_series(0, $2 - 1) g`, jobs, size*b.N); err != nil {
 			b.Fatal(err)
 		}
 		return db
@@ -42,8 +48,8 @@ func BenchmarkLimitedClaimComplete(b *testing.B) {
 	for range b.N {
 		for k, db := range dbs {
 			t0 := time.Now()
-			got, err := db.Claim(ctx, "w", 32, time.Minute)
-			if err != nil || len(got) != 32 {
+			got, err := db.Claim(ctx, "w", size, time.Minute)
+			if err != nil || len(got) != size {
 				b.Fatalf("claim: %d, %v", len(got), err)
 			}
 			succeed(b, db, got)

@@ -19,11 +19,23 @@ import "strings"
 //     one range of job_runs_limit_in_flight_idx a partition and key, the
 //     key's runs in flight;
 //   - limit_rows is each key's room: its free slots and whole tokens;
-//   - over_limit are the picked runs past their key's room, oldest first
-//     within a key;
+//   - limit_ranked are the picked runs of a key, each marked over when it
+//     is past its key's room, oldest first within a key (a key with no
+//     row, deleted while its runs waited, is no limit); over_limit are
+//     those;
 //   - limit_held holds them (held, limit_held): out of the claimable
 //     index, they cost later claims nothing until a completion of the key
 //     (completeSQL) or the leader (chronos_limit_release) releases them.
+//
+// The counts and the rooms are each one jsonb object keyed by the limit
+// key, read by key, not CTEs joined on it: the claim runs with hash and
+// merge joins off (QueryPlannedOnce), and as joins they were nested loops
+// of every key by every key and every picked run by every key. A burst's
+// claim of 100 runs over 100 keys spent about 5 ms in them, more than the
+// claim's own walk and writes (a limited burst ran at 59-73 % of an
+// unlimited one in bench limits; BenchmarkLimitedClaimComplete). For the
+// same reason limit_taken counts from limit_ranked's marks rather than
+// joining the picked runs with over_limit.
 var limitClaimCTEs = `limit_picked AS (
 		SELECT limit_key AS key, count(*)::integer AS n FROM picked WHERE limit_key IS NOT NULL GROUP BY limit_key
 	), limit_locked AS MATERIALIZED (
@@ -34,14 +46,24 @@ var limitClaimCTEs = `limit_picked AS (
 		 ORDER BY l.key
 		   FOR UPDATE OF l
 	), limit_counted AS (
-		SELECT c.key, c.n FROM chronos_limit_counts(ARRAY(SELECT k.key FROM limit_locked k WHERE k.cap IS NOT NULL)) c
+		SELECT jsonb_object_agg(c.key, c.n) AS n
+		  FROM chronos_limit_counts(ARRAY(SELECT k.key FROM limit_locked k WHERE k.cap IS NOT NULL)) c
 	), limit_rows AS (
-		SELECT k.key, greatest(0, least(coalesce(k.cap - c.n, 1000000), k.tokens)) AS room
-		  FROM limit_locked k LEFT JOIN limit_counted c ON c.key = k.key
-	), ` + limitHoldCTEs
+		SELECT jsonb_object_agg(k.key,
+		           greatest(0, least(coalesce(k.cap - ((SELECT n FROM limit_counted) ->> k.key)::integer, 1000000), k.tokens))) AS room
+		  FROM limit_locked k
+	), limit_ranked AS (
+		SELECT p.id, p.scheduled_at, p.limit_key, p.exclusive,
+		       row_number() OVER (PARTITION BY p.limit_key ORDER BY p.available_at, p.id)
+		         > ((SELECT room FROM limit_rows) ->> p.limit_key)::integer AS over
+		  FROM picked p
+		 WHERE p.limit_key IS NOT NULL
+	), over_limit AS (
+		SELECT id, scheduled_at, limit_key FROM limit_ranked WHERE over
+	), ` + limitHeldCTE
 
-// limitHoldCTEs end the limit check of either claim (limitClaimCTEs,
-// limitClaimCTEs028), from each key's room (limit_rows): over_limit are
+// limitHoldCTEs end the limit check of the claim before migration 034
+// (limitClaimCTEs028), from each key's room (limit_rows): over_limit are
 // the picked runs past it, oldest first within a key, and limit_held
 // holds them.
 const limitHoldCTEs = `over_limit AS (
@@ -50,7 +72,10 @@ const limitHoldCTEs = `over_limit AS (
 			       row_number() OVER (PARTITION BY p.limit_key ORDER BY p.available_at, p.id) AS n
 			  FROM picked p JOIN limit_rows k ON k.key = p.limit_key) ranked
 		 WHERE n > room
-	), limit_held AS (
+	), ` + limitHeldCTE
+
+// limitHeldCTE holds the runs of over_limit.
+const limitHeldCTE = `limit_held AS (
 		UPDATE job_runs r SET held = true, limit_held = true
 		  FROM over_limit o
 		 WHERE r.id = o.id AND r.scheduled_at = o.scheduled_at
@@ -62,7 +87,7 @@ const limitHoldCTEs = `over_limit AS (
 // neither over their limit nor refused the overlap lock, as leased leases
 // all of those), under the lock limit_locked took; the row of a key with
 // only a cap, whose runs all had room, is not written, nor looked up
-// again (limit_locked says which keys have a rate). A run granted room
+// again (limit_locked says which keys have a rate, a hashed IN). A run granted room
 // that the overlap lock then refuses stays pending, unheld: it took
 // nothing. A key with no row (deleted while its runs waited) is no limit.
 const limitTakenCTE = `limit_taken AS (
@@ -71,13 +96,12 @@ const limitTakenCTE = `limit_taken AS (
 		       tokens = CASE WHEN l.rate IS NULL THEN 0 ELSE chronos_limit_tokens(l, clock_timestamp()) - t.n END,
 		       refilled_at = CASE WHEN l.rate IS NULL THEN l.refilled_at ELSE clock_timestamp() END
 		  FROM (SELECT p.limit_key,
-		               (count(*) FILTER (WHERE o.id IS NULL AND (NOT p.exclusive OR p.id IN (SELECT run_id FROM locked))))::integer AS n,
-		               count(o.id)::integer AS h
-		          FROM picked p LEFT JOIN over_limit o ON o.id = p.id AND o.scheduled_at = p.scheduled_at
-		         WHERE p.limit_key IS NOT NULL
+		               (count(*) FILTER (WHERE p.over IS NOT TRUE
+		                                   AND (NOT p.exclusive OR p.id IN (SELECT run_id FROM locked))))::integer AS n,
+		               (count(*) FILTER (WHERE p.over))::integer AS h
+		          FROM limit_ranked p
 		         GROUP BY p.limit_key) t
-		  JOIN limit_locked k ON k.key = t.limit_key
-		 WHERE l.key = t.limit_key AND (t.h > 0 OR k.rated)
+		 WHERE l.key = t.limit_key AND (t.h > 0 OR t.limit_key IN (SELECT key FROM limit_locked WHERE rated))
 	)`
 
 // limitClaimCTEs028 are the claim's limit check on a database before
