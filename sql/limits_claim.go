@@ -87,7 +87,9 @@ const limitHeldCTE = `limit_held AS (
 // neither over their limit nor refused the overlap lock, as leased leases
 // all of those), under the lock limit_locked took; the row of a key with
 // only a cap, whose runs all had room, is not written, nor looked up
-// again (limit_locked says which keys have a rate, a hashed IN). A run granted room
+// again, nor are its runs counted (limit_locked says which keys have a
+// rate, a hashed IN; a key without one needs only its held runs, as its
+// tokens stay 0). A run granted room
 // that the overlap lock then refuses stays pending, unheld: it took
 // nothing. A key with no row (deleted while its runs waited) is no limit.
 const limitTakenCTE = `limit_taken AS (
@@ -100,8 +102,9 @@ const limitTakenCTE = `limit_taken AS (
 		                                   AND (NOT p.exclusive OR p.id IN (SELECT run_id FROM locked))))::integer AS n,
 		               (count(*) FILTER (WHERE p.over))::integer AS h
 		          FROM limit_ranked p
+		         WHERE p.over OR p.limit_key IN (SELECT key FROM limit_locked WHERE rated)
 		         GROUP BY p.limit_key) t
-		 WHERE l.key = t.limit_key AND (t.h > 0 OR t.limit_key IN (SELECT key FROM limit_locked WHERE rated))
+		 WHERE l.key = t.limit_key
 	)`
 
 // limitClaimCTEs028 are the claim's limit check on a database before
