@@ -8,7 +8,8 @@ import "strings"
 //   - limit_locked locks the limits rows of the keys picked, in key order
 //     (the order every writer of limits locks them in, so claims and the
 //     leader's release never deadlock), and reads their cap and tokens as
-//     the last committed writer left them;
+//     the last committed writer left them, beside the runs the claim
+//     wants of each (limit_picked);
 //   - limit_counted counts each capped key's runs leased or running with
 //     chronos_limit_counts, once every lock is granted (its argument reads
 //     all of limit_locked first). The function is VOLATILE PL/pgSQL: its
@@ -18,11 +19,15 @@ import "strings"
 //     the count is exact, with no bound to keep and no key row to write:
 //     one range of job_runs_limit_in_flight_idx a partition and key, the
 //     key's runs in flight;
-//   - limit_rows is each key's room: its free slots and whole tokens;
-//   - limit_ranked are the picked runs of a key, each marked over when it
-//     is past its key's room, oldest first within a key (a key with no
-//     row, deleted while its runs waited, is no limit); over_limit are
-//     those;
+//   - limit_rows is each key's room (its free slots and whole tokens),
+//     kept only for the keys with less room than the claim wants of them;
+//     those keys and the keys with a rate are the ones limit_ranked and
+//     limit_taken look at again;
+//   - limit_ranked are the picked runs of those keys, each marked over
+//     when it is past its key's room, oldest first within a key; over_limit
+//     are those. A key with room for all it was picked for needs neither,
+//     which is a burst's every key: its runs are not sorted or looked at
+//     again. A key with no row (deleted while its runs waited) is no limit;
 //   - limit_held holds them (held, limit_held): out of the claimable
 //     index, they cost later claims nothing until a completion of the key
 //     (completeSQL) or the leader (chronos_limit_release) releases them.
@@ -39,25 +44,26 @@ import "strings"
 var limitClaimCTEs = `limit_picked AS (
 		SELECT limit_key AS key, count(*)::integer AS n FROM picked WHERE limit_key IS NOT NULL GROUP BY limit_key
 	), limit_locked AS MATERIALIZED (
-		SELECT l.key, l.max_concurrency AS cap, l.rate IS NOT NULL AS rated,
+		SELECT l.key, p.n AS want, l.max_concurrency AS cap, l.rate IS NOT NULL AS rated,
 		       coalesce(floor(chronos_limit_tokens(l, clock_timestamp()))::integer, 1000000) AS tokens
-		  FROM limits l
-		 WHERE l.key IN (SELECT key FROM limit_picked)
+		  FROM limit_picked p JOIN limits l ON l.key = p.key
 		 ORDER BY l.key
 		   FOR UPDATE OF l
 	), limit_counted AS (
 		SELECT jsonb_object_agg(c.key, c.n) AS n
 		  FROM chronos_limit_counts(ARRAY(SELECT k.key FROM limit_locked k WHERE k.cap IS NOT NULL)) c
 	), limit_rows AS (
-		SELECT jsonb_object_agg(k.key,
-		           greatest(0, least(coalesce(k.cap - ((SELECT n FROM limit_counted) ->> k.key)::integer, 1000000), k.tokens))) AS room
-		  FROM limit_locked k
+		SELECT jsonb_object_agg(k.key, k.room) FILTER (WHERE k.room < k.want) AS room,
+		       array_agg(k.key) FILTER (WHERE k.room < k.want OR k.rated) AS keys
+		  FROM (SELECT k.key, k.want, k.rated,
+		               greatest(0, least(coalesce(k.cap - ((SELECT n FROM limit_counted) ->> k.key)::integer, 1000000), k.tokens)) AS room
+		          FROM limit_locked k) k
 	), limit_ranked AS (
 		SELECT p.id, p.scheduled_at, p.limit_key, p.exclusive,
 		       row_number() OVER (PARTITION BY p.limit_key ORDER BY p.available_at, p.id)
-		         > ((SELECT room FROM limit_rows) ->> p.limit_key)::integer AS over
+		         > coalesce(((SELECT room FROM limit_rows) ->> p.limit_key)::integer, 1000000) AS over
 		  FROM picked p
-		 WHERE p.limit_key IS NOT NULL
+		 WHERE p.limit_key = ANY ((SELECT keys FROM limit_rows)::text[])
 	), over_limit AS (
 		SELECT id, scheduled_at, limit_key FROM limit_ranked WHERE over
 	), ` + limitHeldCTE
@@ -82,16 +88,14 @@ const limitHeldCTE = `limit_held AS (
 	)`
 
 // limitTakenCTE, after the overlap lock's CTE (locked), writes the row of
-// a key the claim held runs of (the held hint grows by them) or that has
-// a rate (a token goes for each run leased: exactly the picked runs
-// neither over their limit nor refused the overlap lock, as leased leases
-// all of those), under the lock limit_locked took; the row of a key with
+// each key of limit_ranked, under the lock limit_locked took: a key with
+// less room than the claim wanted, which held runs (the held hint grows
+// by them), or a key with a rate (a token goes for each run leased:
+// exactly the picked runs neither over their limit nor refused the
+// overlap lock, as leased leases all of those). The row of a key with
 // only a cap, whose runs all had room, is not written, nor looked up
-// again, nor are its runs counted (limit_locked says which keys have a
-// rate, a hashed IN; a key without one needs only its held runs, as its
-// tokens stay 0). A run granted room
-// that the overlap lock then refuses stays pending, unheld: it took
-// nothing. A key with no row (deleted while its runs waited) is no limit.
+// again. A run granted room that the overlap lock then refuses stays
+// pending, unheld: it took nothing.
 const limitTakenCTE = `limit_taken AS (
 		UPDATE limits l
 		   SET held = l.held + t.h,
@@ -102,7 +106,6 @@ const limitTakenCTE = `limit_taken AS (
 		                                   AND (NOT p.exclusive OR p.id IN (SELECT run_id FROM locked))))::integer AS n,
 		               (count(*) FILTER (WHERE p.over))::integer AS h
 		          FROM limit_ranked p
-		         WHERE p.over OR p.limit_key IN (SELECT key FROM limit_locked WHERE rated)
 		         GROUP BY p.limit_key) t
 		 WHERE l.key = t.limit_key
 	)`
