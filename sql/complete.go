@@ -115,7 +115,9 @@ const attemptsOfJob = `(SELECT j.max_retries + 1 FROM jobs j WHERE j.id = r.job_
 // limitReleaseCTE, in completeSQL after freed, releases the runs held for
 // the keys of the runs it finished, one for each (oldest first), so a
 // slot a completion frees is taken at once, not at the leader's next
-// release. It reads a key's row (its held hint, to skip the keys with
+// release. While no run is held for its limit anywhere (nearly always),
+// one look at job_runs_limit_held_idx says so and no key is looked up;
+// otherwise it reads each key's row (its held hint, to skip the keys with
 // nothing held: nearly all) and writes none: the claim that takes a
 // released run counts the key's runs in flight if its bound says full
 // (limitClaimCTEs), and a released run the key has no room for after all
@@ -129,7 +131,9 @@ const limitReleaseCTE = `released AS (
 		UPDATE job_runs h SET held = false, limit_held = false
 		  FROM (SELECT w.id, w.scheduled_at
 		          FROM (SELECT limit_key, count(*)::integer AS n FROM freed
-		                 WHERE limit_key IS NOT NULL GROUP BY limit_key) f
+		                 WHERE limit_key IS NOT NULL
+		                   AND EXISTS (SELECT 1 FROM job_runs a WHERE a.limit_held AND a.held AND a.status = 'pending')
+		                 GROUP BY limit_key) f
 		          JOIN limits l ON l.key = f.limit_key AND l.held > 0,
 		               LATERAL (SELECT w.id, w.scheduled_at FROM job_runs w
 		                         WHERE w.limit_key = f.limit_key AND w.limit_held AND w.held AND w.status = 'pending'
