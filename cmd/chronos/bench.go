@@ -60,10 +60,12 @@ Scenarios:
               --retention: per window (a minute; 5 s with --quick) runs/s
               delivered, lag p99 and the sizes of job_runs, run_attempts and
               their indexes; whether they are flat once retention is reached
-  limits      --limit-runs runs due at once over 100 jobs, three bursts on the
-              same instances: no limit, each job's own key limited to 10 in
-              flight, no limit again; the limited runs/s over the unlimited
-              mean (goal >= 90%), every run once, no key ever over its limit
+  limits      --limit-runs runs due at once over 100 jobs, seven bursts on the
+              same instances, by turns with no limit and with each job's own
+              key limited to 10 in flight (three limited, each between two
+              unlimited); the median of each limited burst's runs/s over its
+              neighbours' mean (goal >= 90%), every run once, no key ever
+              over its limit
   limit-rate  a key limited to 50 runs/s, two instances (child processes), runs
               enough to saturate it: runs/s at the target over --duration
               (mean, min, max a second) and the total's deviation from
