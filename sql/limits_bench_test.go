@@ -10,10 +10,11 @@ import (
 )
 
 // BenchmarkLimitedClaimComplete: claim a batch of runs (32, and 160 as a
-// burst's claims are) and complete them, over runs spread across 100 jobs, on two databases in turn (so a loaded machine
-// slows both alike): one whose jobs name no limit, one whose jobs each
-// name their own key limited to 10. What a limit costs the delivery
-// path's statements, as a ratio.
+// burst's claims are) and complete them, over runs spread across 100
+// jobs, on two databases in turn (so a loaded machine slows both alike):
+// one whose jobs name no limit, one whose jobs each name their own key
+// limited to 10. What a limit costs the delivery path's statements, as a
+// ratio.
 func BenchmarkLimitedClaimComplete(b *testing.B) {
 	for _, size := range []int{32, 160} {
 		b.Run(fmt.Sprintf("claim=%d", size), func(b *testing.B) { benchLimitedClaimComplete(b, size) })
