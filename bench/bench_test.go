@@ -37,6 +37,7 @@ func testSizes() Sizes {
 // scenarioResult is the JSON a scenario run prints.
 type scenarioResult struct {
 	Scenario string              `json:"scenario"`
+	Params   map[string]any      `json:"params"`
 	Metrics  map[string]*float64 `json:"metrics"`
 	Tables   map[string]struct {
 		Columns []string     `json:"columns"`
@@ -83,6 +84,9 @@ func runScenario(t *testing.T, name string, tweak func(*Config)) scenarioResult 
 	}
 	if len(r.Failed) > 0 {
 		t.Errorf("%s failed: %v", name, r.Failed)
+	}
+	if ref, ok := r.Params["cpu_ref_us"].(float64); !ok || !(ref > 0) {
+		t.Errorf("%s: params %v lack the machine's CPU reference (cpu_ref_us)", name, r.Params)
 	}
 	return r
 }

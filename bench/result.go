@@ -48,6 +48,17 @@ type table struct {
 
 func (r *result) param(name string, v any) { r.Params = append(r.Params, param{name, v}) }
 
+// setParam replaces the value of the parameter name, or adds it.
+func (r *result) setParam(name string, v any) {
+	for i := range r.Params {
+		if r.Params[i].Name == name {
+			r.Params[i].Value = v
+			return
+		}
+	}
+	r.param(name, v)
+}
+
 func (r *result) metric(name string, v float64, unit string) {
 	r.Metrics = append(r.Metrics, metric{Name: name, Value: v, Unit: unit})
 }
@@ -238,6 +249,11 @@ func formatFigure(v float64) string {
 func medianResult(runs []*result) *result {
 	m := &result{Scenario: runs[0].Scenario, Params: slices.Clone(runs[0].Params)}
 	m.param("median_of", len(runs))
+	// The machine's speed is read after each run: the median's is the
+	// median of theirs, not the first run's.
+	if v, ok := medianParam(runs, "cpu_ref_us"); ok {
+		m.setParam("cpu_ref_us", v)
+	}
 	for _, x := range runs[0].Metrics {
 		var (
 			vs   []float64
@@ -262,6 +278,20 @@ func medianResult(runs []*result) *result {
 		m.Failed = append(m.Failed, r.Failed...)
 	}
 	return m
+}
+
+// medianParam is the median of the runs' float64 parameter name; false
+// when no run has it.
+func medianParam(runs []*result, name string) (float64, bool) {
+	var vs []float64
+	for _, r := range runs {
+		for _, p := range r.Params {
+			if v, ok := p.Value.(float64); ok && p.Name == name {
+				vs = append(vs, v)
+			}
+		}
+	}
+	return median(vs), len(vs) > 0
 }
 
 // median of vs (sorted in place; the mean of the middle two for an even

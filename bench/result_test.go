@@ -101,3 +101,21 @@ func TestMedianNotesEveryRunOfATarget(t *testing.T) {
 		t.Errorf("one run: notes %q, want none", m.Notes)
 	}
 }
+
+// TestMedianOfTheCPUReference: each run reads the machine's speed after
+// it ran; the median's reading is the median of theirs, in its place
+// among the parameters, not the first run's.
+func TestMedianOfTheCPUReference(t *testing.T) {
+	t.Parallel()
+	mk := func(ref float64) *result {
+		r := &result{Scenario: "burst"}
+		r.param("load_avg", "1.00 1.00 1.00")
+		r.param("cpu_ref_us", ref)
+		return r
+	}
+	m := medianResult([]*result{mk(9.5), mk(4.75), mk(5.25)})
+	want := []param{{"load_avg", "1.00 1.00 1.00"}, {"cpu_ref_us", 5.25}, {"median_of", 3}}
+	if !slices.Equal(m.Params, want) {
+		t.Errorf("params = %v, want %v", m.Params, want)
+	}
+}

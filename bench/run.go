@@ -121,7 +121,8 @@ func Run(ctx context.Context, cfg Config, names []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	b.progress("%d CPUs, load average %s", runtime.NumCPU(), loadAverage())
+	b.progress("%d CPUs, load average %s, CPU reference %.2f µs (lower is faster)",
+		runtime.NumCPU(), loadAverage(), microseconds(cpuReference()))
 
 	var failed []string
 	for _, name := range names {
@@ -143,6 +144,7 @@ func Run(ctx context.Context, cfg Config, names []string) error {
 			}
 			b.progress("%s took %s", name, time.Since(began).Round(100*time.Millisecond))
 			r.param("load_avg", loadAverage())
+			r.param("cpu_ref_us", microseconds(cpuReference()))
 			runs = append(runs, r)
 			b.emit(r)
 			failed = append(failed, r.Failed...)
