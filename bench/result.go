@@ -249,7 +249,7 @@ func formatFigure(v float64) string {
 func medianResult(runs []*result) *result {
 	m := &result{Scenario: runs[0].Scenario, Params: slices.Clone(runs[0].Params)}
 	m.param("median_of", len(runs))
-	// The machine's speed is read after each run: the median's is the
+	// The machine's speed is read as each run starts: the median's is the
 	// median of theirs, not the first run's.
 	if v, ok := medianParam(runs, "cpu_ref_us"); ok {
 		m.setParam("cpu_ref_us", v)

@@ -102,8 +102,8 @@ func TestMedianNotesEveryRunOfATarget(t *testing.T) {
 	}
 }
 
-// TestMedianOfTheCPUReference: each run reads the machine's speed after
-// it ran; the median's reading is the median of theirs, in its place
+// TestMedianOfTheCPUReference: each run reads the machine's speed as it
+// starts; the median's reading is the median of theirs, in its place
 // among the parameters, not the first run's.
 func TestMedianOfTheCPUReference(t *testing.T) {
 	t.Parallel()
