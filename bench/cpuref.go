@@ -22,7 +22,7 @@ import (
 // Chronos's, so that making Chronos faster never moves the reference.
 const (
 	cpuRefOps    = 500 // operations a round
-	cpuRefRounds = 20   // rounds; the fastest counts
+	cpuRefRounds = 20  // rounds; the fastest counts
 )
 
 // cpuRefDoc is the reference work's document: about the size and shape
