@@ -60,16 +60,26 @@ func redactDSN(dsn string) string {
 	return "the database server"
 }
 
-var errNoTCP = errors.New("the database is not reached over TCP")
+// Why a DSN cannot go through the bench's counting proxy, which reads the
+// protocol in plain text.
+var (
+	errNoTCP = errors.New("the database is not reached over TCP")
+	errTLS   = errors.New("the connection may use TLS (sslmode is not disable), which the counting proxy cannot read: add sslmode=disable to the URL")
+)
 
-// dsnHostPort is the TCP address a DSN connects to.
+// dsnHostPort is the TCP address a DSN connects to in plain text.
 func dsnHostPort(dsn string) (string, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return "", err
 	}
-	if strings.HasPrefix(cfg.Host, "/") || cfg.TLSConfig != nil {
+	switch {
+	case strings.HasPrefix(cfg.Host, "/"):
 		return "", errNoTCP
+	case cfg.TLSConfig != nil:
+		// sslmode prefer (libpq's default, so a URL without sslmode) is
+		// TLS whenever the server offers it.
+		return "", errTLS
 	}
 	return net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))), nil
 }
