@@ -240,7 +240,7 @@ func TestScenarios(t *testing.T) {
 			f.ordered("good_p50_ok", "good_p99_ok")
 		}},
 		"sustained": {check: func(f figures) {
-			f.positive("offered_per_s", "delivered_per_s", "lag_p99", "job_runs_mib")
+			f.positive("offered_per_s", "delivered_per_s", "lag_p99", "job_runs_mib", "cron_deliveries", "cron_lag_p99")
 			f.equal("duplicate_deliveries", 0)
 			if in, d := f.get("inserted"), f.get("delivered"); in < 400 || d != in {
 				t.Errorf("sustained: %v runs inserted, %v delivered; want about 500, all delivered", in, d)

@@ -14,14 +14,20 @@ func TestTally(t *testing.T) {
 	ty := &tally{base: 100}
 	at := time.Now()
 	for _, id := range []int64{101, 102, 102, 100_000, 101} {
-		ty.observe(arrival{at: at, runID: id, scheduledAt: at.Add(-time.Millisecond)})
+		ty.observe(arrival{at: at, path: "/s", runID: id, scheduledAt: at.Add(-time.Millisecond)})
 	}
-	n, lags := ty.cut()
+	// A cron job's delivery is a cron lag, not a run of the load (nor a
+	// stray), whatever its run id.
+	ty.observe(arrival{at: at, path: cronPath + "3", runID: 103, scheduledAt: at.Add(-2 * time.Millisecond)})
+	n, lags, cron := ty.cut()
 	if n != 5 || len(lags) != 5 || lags[0] != time.Millisecond {
 		t.Errorf("window: %d deliveries, lags %v", n, lags)
 	}
-	if n, lags := ty.cut(); n != 0 || lags != nil {
-		t.Errorf("cut twice: %d, %v", n, lags)
+	if len(cron) != 1 || cron[0] != 2*time.Millisecond {
+		t.Errorf("window: cron lags %v, want [2ms]", cron)
+	}
+	if n, lags, cron := ty.cut(); n != 0 || lags != nil || cron != nil {
+		t.Errorf("cut twice: %d, %v, %v", n, lags, cron)
 	}
 	if d, dups := ty.totals(); d != 3 || dups != 2 || ty.count() != 3 {
 		t.Errorf("totals %d distinct, %d duplicates; want 3 and 2", d, dups)
