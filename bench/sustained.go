@@ -136,7 +136,7 @@ func benchSustained(ctx context.Context, b *runner) (*result, error) {
 		grid.Rows = append(grid.Rows, w.row())
 		b.progress("sustained %s: %.0f runs/s, lag p99 %s, cron lag p99 %s, job_runs %.1f MiB (+%.1f idx), run_attempts %.1f MiB (+%.1f idx), %d runs",
 			w.end.Round(time.Second), w.perSecond(), w.lags.p99.Round(100*time.Microsecond), w.cronLags.p99.Round(100*time.Microsecond),
-			mib(sz.runs.heap), mib(sz.runs.indexes), mib(sz.attempts.heap), mib(sz.attempts.indexes), sz.runRows)
+			mib(sz.runs.heap), mib(sz.runs.indexes), mib(sz.attempts.heap), mib(sz.attempts.indexes), sz.runs.rows)
 		if last {
 			break
 		}
@@ -270,7 +270,7 @@ func (w sustainedWin) perSecond() float64 { return float64(w.delivered) / w.leng
 func (w sustainedWin) row() []float64 {
 	return []float64{w.end.Seconds(), w.perSecond(), ms(w.lags.p50), ms(w.lags.p99), msOrNA(w.cronLags.p99, w.cronN),
 		mib(w.sizes.runs.heap), mib(w.sizes.runs.indexes), mib(w.sizes.attempts.heap), mib(w.sizes.attempts.indexes),
-		mib(w.sizes.total()), float64(w.sizes.runRows)}
+		mib(w.sizes.total()), float64(w.sizes.runs.rows)}
 }
 
 // offeredLoad inserts pending runs at a steady rate: the sustained
