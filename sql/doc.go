@@ -61,8 +61,11 @@
 // creates the rows; a writer may set next_run_at in the same statement
 // (CreateJob does, in a CTE), and a writer of the old shape that still sets
 // jobs.next_run_at has it moved over and jobs.next_run_at cleared. A row
-// trigger copies enabled and the kind of schedule when they change; the
-// foreign key cascades deletes; UpdateJob writes next_run_at; the
+// trigger copies enabled and the kind of schedule when they change; a
+// statement trigger on jobs DELETE deletes the rows of the jobs removed,
+// where a foreign key's cascade did until migration 038 (the key's check
+// locked each new job's row again: a tenth of a batch create's Postgres
+// time with the labels' copy); UpdateJob writes next_run_at; the
 // materializer writes next_run_at and catch_up_at. jobs.next_run_at is
 // kept (expand, then contract) but always null, so an older binary's claim
 // never holds runs back on it, and a trigger refuses an older binary's
