@@ -226,6 +226,8 @@ func (j *Job) Validate() error {
 		f["payload"] = "must be valid JSON"
 	} else if jsonDepth(j.Payload) > MaxPayloadDepth {
 		f["payload"] = fmt.Sprintf("must nest at most %d levels deep", MaxPayloadDepth)
+	} else if !storableEscapes(j.Payload) {
+		f["payload"] = `must not contain \u0000 or a \u escape of half a surrogate pair: Postgres cannot store them`
 	}
 	if j.TimeoutSeconds < 1 || j.TimeoutSeconds > MaxTimeoutSeconds {
 		f["timeout_seconds"] = fmt.Sprintf("must be between 1 and %d", MaxTimeoutSeconds)

@@ -282,7 +282,7 @@ func (r *crashRun) checkEdits(t *testing.T, ctx context.Context, f *crashFailure
 		run    *int64
 		desc   *string
 	}
-	audits := queryAll(t, ctx, r.c, "load audit", `SELECT job_id, action, run_id, changes->'description'->>'after' FROM job_audit`,
+	audits := queryAll(t, ctx, r.c, "load audit", `SELECT job_id, action, run_id, COALESCE(creation::jsonb, changes)->'description'->>'after' FROM job_audit`,
 		func(rows pgx.Rows) (a audit, err error) {
 			return a, rows.Scan(&a.job, &a.action, &a.run, &a.desc)
 		})

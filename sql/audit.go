@@ -54,7 +54,9 @@ func (db *DB) History(ctx context.Context, jobID int64, cursor string, limit int
 	}
 	limit = pageLimit(limit)
 	args := []any{jobID, limit + 1}
-	q := "SELECT id, job_id, action, actor, at, run_id, changes FROM job_audit WHERE job_id = $1"
+	// A creation entry's fields are in creation (json) since migration
+	// 039, in changes before it.
+	q := "SELECT id, job_id, action, actor, at, run_id, COALESCE(creation::jsonb, changes) FROM job_audit WHERE job_id = $1"
 	if before > 0 {
 		args = append(args, before)
 		q += fmt.Sprintf(" AND id < $%d", len(args))

@@ -121,7 +121,7 @@ func TestBulkPauseResumeAsPatch(t *testing.T) {
 		var s state
 		if err := db.Pool.QueryRow(ctx, `
 			SELECT j.enabled, s.enabled, s.next_run_at, (SELECT count(*) FROM job_runs r WHERE r.job_id = j.id),
-			       coalesce((SELECT a.action || ' ' || a.changes::text FROM job_audit a WHERE a.job_id = j.id ORDER BY a.id DESC LIMIT 1), '')
+			       coalesce((SELECT a.action || ' ' || COALESCE(a.creation::jsonb, a.changes)::text FROM job_audit a WHERE a.job_id = j.id ORDER BY a.id DESC LIMIT 1), '')
 			  FROM jobs j JOIN job_schedules s ON s.job_id = j.id WHERE j.id = $1`, id).
 			Scan(&s.Enabled, &s.SchedEnabled, &s.Next, &s.Runs, &s.Audit); err != nil {
 			t.Fatal(err)
