@@ -95,7 +95,10 @@ func oldBinary(t testing.TB, commit string) string {
 // as the Deployment's roll does. Checked:
 //
 //   - once the schema says the old binary is too old, it stops leading (at
-//     its next ping) and never leads again; the new one leads;
+//     its next ping) and never leads again; the new one leads. A release
+//     the schema still allows to lead (CHRONOS_ROLLOUT_FROM the release
+//     just before, when no migration since raised the minimum) leads on
+//     until it is stopped, and then the new one leads;
 //   - no policy is ignored: no run past ends_at, every run of the jittered
 //     job fires at its occurrence plus the job's jitter, and is delivered
 //     no earlier;
@@ -220,15 +223,34 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	t.Logf("migrations %d → %d applied in %s, under load, while the old release led",
 		oldLevel, sql.SchemaLevel(), landed.Sub(migrateStart).Round(time.Millisecond))
-	waitFor(t, 20*time.Second, "the new release to lead", func() bool {
-		who, err := c.leader(ctx)
-		return err == nil && who == "new"
-	})
+	// A release the new schema still lets lead (the release just before,
+	// when no migration since raised the minimum) keeps leading until the
+	// roll stops it; one it does not must give way at its next ping.
+	var minLead int
+	if err := c.db.Pool.QueryRow(ctx, "SELECT min_lead_level FROM chronos_compat").Scan(&minLead); err != nil {
+		t.Fatal(err)
+	}
+	raised := minLead > oldLevel
+	newLeads := func() {
+		waitFor(t, 20*time.Second, "the new release to lead", func() bool {
+			who, err := c.leader(ctx)
+			return err == nil && who == "new"
+		})
+	}
+	if raised {
+		newLeads()
+	} else {
+		t.Logf("the schema's minimum to lead is level %d: the old release (level %d) may go on leading until it is stopped", minLead, oldLevel)
+	}
 	newLedAt := time.Now()
 
 	// Both run side by side; then the old one goes, as the roll ends.
 	time.Sleep(12 * time.Second)
 	oldStop := c.inst("old").term(t)
+	if !raised {
+		newLeads()
+		newLedAt = time.Now()
+	}
 	time.Sleep(6 * time.Second)
 	stopLoad()
 	for _, j := range []chronos.Job{cronAll, cronEnds, cronJit} {
@@ -239,7 +261,7 @@ func TestRollingUpgrade(t *testing.T) {
 	// Leadership: the old release never led after its next ping once the
 	// minimum was raised.
 	for _, iv := range c.leaders.snapshot() {
-		if iv.who != "old" {
+		if iv.who != "old" || !raised {
 			continue
 		}
 		if iv.start.After(landed) || iv.end.After(landed.Add(leaderSlack)) {
