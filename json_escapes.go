@@ -1,5 +1,11 @@
 package chronos
 
+import (
+	"strconv"
+	"unicode"
+	"unicode/utf16"
+)
+
 // storableEscapes reports whether every \u escape of b, valid JSON, is one
 // Postgres's jsonb accepts: not \u0000, and no surrogate that is not half
 // of a pair. A payload is stored as written (json), but a job's history
@@ -14,13 +20,14 @@ func storableEscapes(b []byte) bool {
 			i++ // \" \\ \/ \b \f \n \r \t: one character
 			continue
 		}
-		cp, ok := escapedUnit(b, i)
+		r, ok := escapedUnit(b, i)
 		switch {
-		case !ok || cp == 0 || cp >= 0xdc00 && cp <= 0xdfff:
+		case !ok || r == 0:
 			return false
-		case cp >= 0xd800 && cp <= 0xdbff:
+		case utf16.IsSurrogate(r):
+			// DecodeRune refuses a low half first and a high half alone.
 			low, ok := escapedUnit(b, i+6)
-			if !ok || low < 0xdc00 || low > 0xdfff {
+			if !ok || utf16.DecodeRune(r, low) == unicode.ReplacementChar {
 				return false
 			}
 			i += 11
@@ -36,18 +43,6 @@ func escapedUnit(b []byte, i int) (rune, bool) {
 	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
 		return 0, false
 	}
-	var cp rune
-	for _, c := range b[i+2 : i+6] {
-		switch {
-		case c >= '0' && c <= '9':
-			cp = cp<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			cp = cp<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			cp = cp<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return cp, true
+	u, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+	return rune(u), err == nil
 }
