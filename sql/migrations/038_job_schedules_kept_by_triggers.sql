@@ -2,11 +2,11 @@
 -- are (migration 011), instead of by a foreign key; and the labels' copy
 -- skips the jobs that have none.
 --
--- Why: every job created paid for the foreign key twice. Each schedule
--- row's insert ran the key's check, a lookup of the job that also locks
--- it (SELECT ... FOR KEY SHARE: the job's heap page written again, and a
--- WAL record); and the labels' copy called jsonb_each_text on every new
--- job's '{}'. On a data-layer run of the batch route (1,000 jobs a
+-- Why: every job created paid for two things it did not need. Each
+-- schedule row's insert ran the key's check, a lookup of the job that also
+-- locks it (SELECT ... FOR KEY SHARE: the job's heap page written again,
+-- and a WAL record); and the labels' copy called jsonb_each_text on every
+-- new job's '{}'. On a data-layer run of the batch route (1,000 jobs a
 -- statement) the two were about a tenth of Postgres's CPU a job
 -- (docs/performance.md, session 27).
 --
